@@ -1,0 +1,33 @@
+# Compiler flags shared by every target. The baseline ISA is x86-64-v3 (AVX2+FMA); AVX-512 kernels are
+# compiled per translation unit with target attributes and picked at run time by cpuid (backend/cpu).
+find_program(CCACHE_PROGRAM ccache)
+if(CCACHE_PROGRAM)
+  set(CMAKE_CXX_COMPILER_LAUNCHER ${CCACHE_PROGRAM})
+endif()
+
+if(NOT CMAKE_BUILD_TYPE AND NOT CMAKE_CONFIGURATION_TYPES)
+  set(CMAKE_BUILD_TYPE Release CACHE STRING "Build type" FORCE)
+endif()
+
+add_library(deepinfer_flags INTERFACE)
+# -ffp-contract=off: the reference computes with separate fp32 roundings (torch ops); letting the compiler
+# fuse a*b+c into an FMA silently changes results at the last ulp. SIMD kernels use FMA explicitly.
+target_compile_options(deepinfer_flags INTERFACE
+  -march=x86-64-v3 -mtune=generic -ffp-contract=off -fno-math-errno
+  -Wall -Wextra -Wno-unused-parameter)
+if(DEEPINFER_WERROR)
+  target_compile_options(deepinfer_flags INTERFACE -Werror)
+endif()
+if(DEEPINFER_SANITIZE)
+  target_compile_options(deepinfer_flags INTERFACE -fsanitize=address,undefined -fno-omit-frame-pointer
+                                                   -fno-sanitize-recover=undefined)
+  target_link_options(deepinfer_flags INTERFACE -fsanitize=address,undefined)
+endif()
+target_include_directories(deepinfer_flags INTERFACE ${PROJECT_SOURCE_DIR}/src ${PROJECT_SOURCE_DIR}/include)
+
+# deepinfer_library(<folder-name> SOURCES ... DEPS ...): one static library per src/ folder.
+function(deepinfer_library name)
+  cmake_parse_arguments(ARG "" "" "SOURCES;DEPS;PUBLIC_DEPS" ${ARGN})
+  add_library(deepinfer_${name} STATIC ${ARG_SOURCES})
+  target_link_libraries(deepinfer_${name} PUBLIC deepinfer_flags ${ARG_PUBLIC_DEPS} PRIVATE ${ARG_DEPS})
+endfunction()

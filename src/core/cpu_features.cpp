@@ -1,0 +1,96 @@
+// cpuid-based feature detection.
+#include "core/cpu_features.h"
+
+#include <cpuid.h>
+
+#include <algorithm>
+
+#include "core/env.h"
+#include "core/log.h"
+
+namespace deepinfer {
+namespace {
+
+uint64_t xgetbv0() {
+    uint32_t eax, edx;
+    __asm__ volatile("xgetbv" : "=a"(eax), "=d"(edx) : "c"(0));
+    return (static_cast<uint64_t>(edx) << 32) | eax;
+}
+
+CpuFeatures detect() {
+    CpuFeatures f;
+    unsigned eax, ebx, ecx, edx;
+    if (!__get_cpuid(1, &eax, &ebx, &ecx, &edx)) return f;
+    bool osxsave = ecx & (1u << 27);
+    f.fma = ecx & (1u << 12);
+    f.f16c = ecx & (1u << 29);
+    uint64_t xcr0 = osxsave ? xgetbv0() : 0;
+    bool ymm_ok = (xcr0 & 0x6) == 0x6;
+    bool zmm_ok = (xcr0 & 0xe6) == 0xe6;
+    if (!__get_cpuid_count(7, 0, &eax, &ebx, &ecx, &edx)) return f;
+    f.avx2 = ymm_ok && (ebx & (1u << 5));
+    f.avx512f = zmm_ok && (ebx & (1u << 16));
+    f.avx512dq = zmm_ok && (ebx & (1u << 17));
+    f.avx512bw = zmm_ok && (ebx & (1u << 30));
+    f.avx512vl = zmm_ok && (ebx & (1u << 31));
+    f.avx512_vnni = zmm_ok && (ecx & (1u << 11));
+    unsigned eax1, ebx1, ecx1, edx1;
+    if (__get_cpuid_count(7, 1, &eax1, &ebx1, &ecx1, &edx1)) {
+        f.avx512_bf16 = zmm_ok && (eax1 & (1u << 5));
+        f.avx_vnni = ymm_ok && (eax1 & (1u << 4));
+    }
+    if (!f.fma) f.avx2 = false;
+    return f;
+}
+
+}  // namespace
+
+const CpuFeatures& cpu_features() {
+    static const CpuFeatures features = detect();
+    return features;
+}
+
+Isa best_isa() {
+    const auto& f = cpu_features();
+    if (f.avx512f && f.avx512bw && f.avx512vl && f.avx512dq && f.avx2) return Isa::kAvx512;
+    if (f.avx2) return Isa::kAvx2;
+    return Isa::kScalar;
+}
+
+Isa active_isa() {
+    static const Isa isa = [] {
+        Isa best = best_isa();
+        std::string forced = env::forced_isa();
+        if (forced.empty()) return best;
+        Isa requested;
+        if (!parse_isa(forced, &requested)) {
+            log::warn("DEEPINFER_ISA={} is not one of scalar|avx2|avx512; using {}", forced, isa_name(best));
+            return best;
+        }
+        if (static_cast<int>(requested) > static_cast<int>(best)) {
+            log::warn("DEEPINFER_ISA={} is not supported by this CPU; using {}", forced, isa_name(best));
+            return best;
+        }
+        return requested;
+    }();
+    return isa;
+}
+
+std::string_view isa_name(Isa isa) {
+    switch (isa) {
+        case Isa::kScalar: return "scalar";
+        case Isa::kAvx2: return "avx2";
+        case Isa::kAvx512: return "avx512";
+    }
+    return "?";
+}
+
+bool parse_isa(std::string_view name, Isa* out) {
+    if (name == "scalar") *out = Isa::kScalar;
+    else if (name == "avx2") *out = Isa::kAvx2;
+    else if (name == "avx512") *out = Isa::kAvx512;
+    else return false;
+    return true;
+}
+
+}  // namespace deepinfer

@@ -1,0 +1,32 @@
+// The one place that reads environment variables.
+#include "core/env.h"
+
+#include <cstdlib>
+
+namespace deepinfer::env {
+namespace {
+std::string get(const char* name) {
+    const char* value = std::getenv(name);
+    return value ? std::string(value) : std::string();
+}
+}  // namespace
+
+std::string cache_dir() {
+    if (auto dir = get("DEEPINFER_CACHE_DIR"); !dir.empty()) return dir;
+    if (auto xdg = get("XDG_CACHE_HOME"); !xdg.empty()) return xdg + "/deepinfer";
+    if (auto home = get("HOME"); !home.empty()) return home + "/.cache/deepinfer";
+    return "/tmp/deepinfer-cache";
+}
+
+std::string log_level() { return get("DEEPINFER_LOG_LEVEL"); }
+std::string forced_isa() { return get("DEEPINFER_ISA"); }
+
+int default_threads() {
+    std::string value = get("DEEPINFER_THREADS");
+    if (value.empty()) return 0;
+    return std::atoi(value.c_str());
+}
+
+std::string tokenizer_dir() { return get("DEEPINFER_TOKENIZER_DIR"); }
+
+}  // namespace deepinfer::env

@@ -1,0 +1,19 @@
+// The one place that reads environment variables. Everything else receives configuration in structs.
+#pragma once
+
+#include <string>
+
+namespace deepinfer::env {
+
+// DEEPINFER_CACHE_DIR, else $XDG_CACHE_HOME/deepinfer, else $HOME/.cache/deepinfer.
+std::string cache_dir();
+// DEEPINFER_LOG_LEVEL (debug|info|warn|error|off); empty when unset.
+std::string log_level();
+// DEEPINFER_ISA (scalar|avx2|avx512): force a kernel set (tests, benchmarks); empty when unset.
+std::string forced_isa();
+// DEEPINFER_THREADS: default thread count when --threads is not given; 0 when unset.
+int default_threads();
+// DEEPINFER_TOKENIZER_DIR: directory with a tokenizer.json to use for real-vocabulary tiny checkpoints.
+std::string tokenizer_dir();
+
+}  // namespace deepinfer::env

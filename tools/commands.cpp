@@ -1,0 +1,10 @@
+// The list of subcommands, in `--help` order.
+#include "tools/commands.h"
+
+namespace deepinfer::cli {
+
+Command make_version_command();
+
+std::vector<Command> all_commands() { return {make_version_command()}; }
+
+}  // namespace deepinfer::cli

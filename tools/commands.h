@@ -1,0 +1,18 @@
+// Registry of CLI subcommands. Each cmd_<name>.cpp defines `Command make_<name>_command()` and is listed
+// in commands.cpp; attach() adds the subcommand and its options, and runs it from a parse callback.
+#pragma once
+
+#include <CLI/CLI.hpp>
+
+#include <functional>
+#include <vector>
+
+namespace deepinfer::cli {
+
+struct Command {
+    std::function<void(CLI::App& app, int* exit_code)> attach;
+};
+
+std::vector<Command> all_commands();
+
+}  // namespace deepinfer::cli
