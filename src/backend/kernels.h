@@ -1,0 +1,80 @@
+// The kernel table: every compute-heavy primitive the model needs, as plain function pointers over
+// raw arrays, with one implementation per ISA (backend/ref = scalar truth, backend/cpu = AVX2 /
+// AVX-512). ops/ validates shapes and calls through the table chosen at run time (cpuid or
+// DEEPINFER_ISA). Semantics of each entry are those of the scalar reference in backend/ref, which
+// follow the spec sections cited.
+#pragma once
+
+#include <cstdint>
+
+#include "core/cpu_features.h"
+#include "core/numeric.h"
+#include "core/thread_pool.h"
+
+namespace deepinfer::backend {
+
+// fp8 e4m3 weight [rows, cols] with e8m0 scales per 32x32 block: scales[ceil(rows/32), ceil(cols/32)].
+struct Fp8Matrix {
+    const uint8_t* codes = nullptr;
+    const uint8_t* scales = nullptr;
+    int64_t rows = 0, cols = 0;
+};
+// MXFP4 weight [rows, cols]: packed[rows, cols/2] (low nibble = even column), e8m0 scales[rows, cols/32].
+struct Fp4Matrix {
+    const uint8_t* packed = nullptr;
+    const uint8_t* scales = nullptr;
+    int64_t rows = 0, cols = 0;
+};
+struct Bf16Matrix {
+    const bf16* data = nullptr;  // [rows, cols]
+    int64_t rows = 0, cols = 0;
+};
+struct F32Matrix {
+    const float* data = nullptr;  // [rows, cols]
+    int64_t rows = 0, cols = 0;
+};
+// Activations quantized by act_quant (spec §4.2): e4m3 codes [n, k], e8m0 scales [n, k/32].
+struct Fp8Acts {
+    const uint8_t* codes = nullptr;
+    const uint8_t* scales = nullptr;
+    int64_t n = 0, k = 0;
+};
+
+struct Kernels {
+    Isa isa;
+    // act_quant over rows of bf16 x [n, k] (k % 32 == 0): codes [n, k], scales [n, k/32].
+    void (*act_quant)(const bf16* x, int64_t n, int64_t k, uint8_t* codes, uint8_t* scales, ThreadPool& pool);
+    // out[i, j] = bf16( sum_kb (sum_{k in kb} a[i,k] w[j,k]) * sa[i,kb] * sw[j/32,kb] ), K blocks in order
+    // (spec §4.3 fp8_gemm). out row stride ldo.
+    void (*gemm_fp8)(const Fp8Acts& a, const Fp8Matrix& w, bf16* out, int64_t ldo, ThreadPool& pool);
+    // Same with MXFP4 weights and per-row 1x32 weight scales (spec §4.3 fp4_gemm).
+    void (*gemm_fp4)(const Fp8Acts& a, const Fp4Matrix& w, bf16* out, int64_t ldo, ThreadPool& pool);
+    // bf16 x [n, k] times bf16 W [m, k]^T, fp32 accumulation, one rounding to bf16 (torch F.linear on bf16).
+    void (*gemm_bf16)(const bf16* x, int64_t n, const Bf16Matrix& w, bf16* out, int64_t ldo, ThreadPool& pool);
+    // fp32 x [n, k] times W^T with W stored bf16 (exactly widened) or fp32; fp32 out.
+    void (*gemm_f32_bf16w)(const float* x, int64_t n, const Bf16Matrix& w, float* out, int64_t ldo, ThreadPool& pool);
+    void (*gemm_f32)(const float* x, int64_t n, const F32Matrix& w, float* out, int64_t ldo, ThreadPool& pool);
+    // Sparse attention with sink (spec §4.7) for one sequence: q bf16 [m, heads, dim], kv bf16 [n_kv, dim]
+    // (K = V), idx int32 [m, topk] (-1 = empty), sink fp32 [heads]; out bf16 [m, heads, dim].
+    void (*sparse_attn)(const bf16* q, int64_t m, int heads, int dim, const bf16* kv, const int32_t* idx, int topk,
+                        const float* sink, float scale, bf16* out, ThreadPool& pool);
+    // Indexer scores (spec §5.3.5): q bf16 [m, heads, dim], keys bf16 [n, dim], w bf16 [m, heads];
+    // score[i, j] = bf16( sum_h bf16( relu(bf16(q_ih . k_j)) * w_ih ) ) stored as fp32 in out [m, ldo].
+    void (*index_scores)(const bf16* q, int64_t m, int heads, int dim, const bf16* keys, int64_t n, const bf16* w,
+                         float* out, int64_t ldo, ThreadPool& pool);
+};
+
+// Table for one ISA (must be supported by this CPU), and the table in use (active_isa()).
+const Kernels& kernels_for(Isa isa);
+const Kernels& active_kernels();
+
+namespace ref {
+const Kernels& kernels();
+}
+namespace cpu {
+// nullptr when the ISA's kernels are not compiled in.
+const Kernels* avx2_kernels();
+const Kernels* avx512_kernels();
+}  // namespace cpu
+
+}  // namespace deepinfer::backend
