@@ -1,0 +1,71 @@
+// The DeepSeek-V4.1 text model on CPU (spec §5): forward(batch) over chunks of any length at any start
+// position, reading and writing the packed paged caches, and the DSpark drafting pass (spec §7).
+#pragma once
+
+#include <functional>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "core/aligned_buffer.h"
+#include "kv/cache_layout.h"
+#include "kv/sequence_cache.h"
+#include "model/config.h"
+#include "model/engram_hash.h"
+#include "model/forward_batch.h"
+#include "model/weights.h"
+#include "ops/rope.h"
+
+namespace deepinfer::model {
+
+// The cache layout this config implies (spec §6.1), with blocks of block_tokens positions.
+kv::CacheLayout make_cache_layout(const ModelConfig& config, int block_tokens = 64);
+
+class Model {
+   public:
+    // Load config.json, the safetensors shards (census-checked, mmap'd) and tokenizer.json (for the
+    // Engram token map) from a checkpoint directory. Prints progress.
+    static Expected<std::unique_ptr<Model>> load(const std::string& dir, bool progress = true);
+    // From parts (tests): engram_token_map maps every token id to its compressed class (spec §5.5.1).
+    static Expected<std::unique_ptr<Model>> create(ModelConfig config, std::unique_ptr<loader::TensorStore> store,
+                                                   std::vector<int32_t> engram_token_map);
+
+    const ModelConfig& config() const { return config_; }
+    const kv::CacheLayout& cache_layout() const { return layout_; }
+    const std::vector<int32_t>& engram_token_map() const { return token_map_; }
+
+    // Run the backbone over the batch. Blocks for every written position must exist
+    // (SequenceCache::ensure_blocks); each chunk's cache length becomes start_pos + n_rows.
+    Status forward(kv::KvPools& pools, const ForwardBatch& batch, ForwardOutput* out);
+    // One DSpark drafting pass (requires the DSpark rings to hold positions <= request.pos).
+    Status draft(kv::KvPools& pools, const DraftRequest& request, DraftOutput* out);
+
+   private:
+    Model() = default;
+    struct Forward;  // per-call state (model_forward.cpp)
+
+    // Block pieces (model_block.cpp, model_attention.cpp, model_moe.cpp, model_engram.cpp).
+    void hc_mixes(const bf16* stream, int64_t n, const F32Matrix& fn, const float* scale, const float* base,
+                  float* pre, float* post, float* comb);
+    void attention(Forward& f, int layer, const bf16* x, bf16* out);
+    void compressed_topk(Forward& f, int layer, const bf16* x, const bf16* qr);
+    void moe(int block, const bf16* x, int64_t n, bf16* out);
+    void engram(Forward& f, int layer, bf16* stream);
+    void block(Forward& f, int layer, bf16* stream, float* pre_in);
+    // One mHC block over n rows with the given attention sublayer (backbone or DSpark variant).
+    using AttentionFn = std::function<void(const bf16* x, bf16* out)>;
+    void run_block(int block, bf16* stream, float* pre_in, int64_t n, const AttentionFn& attend);
+    void dspark_attention(kv::KvPools& pools, const DraftRequest& request, int block, const bf16* x, bf16* out);
+    void write_dspark_rings(kv::KvPools& pools, const ForwardBatch& batch, const bf16* main_hidden);
+    const ops::Rope& rope_for(int block) const { return config_.roles[block].yarn ? rope_yarn_ : rope_plain_; }
+
+    ModelConfig config_;
+    kv::CacheLayout layout_;
+    std::unique_ptr<ModelWeights> weights_;
+    std::vector<int32_t> token_map_;
+    int32_t engram_pad_cid_ = 0;
+    EngramLayout engram_layout_;
+    ops::Rope rope_plain_, rope_yarn_;
+};
+
+}  // namespace deepinfer::model

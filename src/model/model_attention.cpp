@@ -1,0 +1,124 @@
+// Attention of one layer (spec §5.3): q LoRA path, window KV written as fp8 records, the compressed path
+// (model_compressed.cpp), sparse sink attention per sequence over window + selected compressed rows,
+// inverse RoPE, grouped low-rank output.
+#include <algorithm>
+#include <cmath>
+#include <vector>
+
+#include "core/quant_records.h"
+#include "model/forward_state.h"
+#include "ops/elementwise.h"
+#include "ops/linear.h"
+
+namespace deepinfer::model {
+
+void Model::attention(Forward& f, int L, const bf16* x, bf16* out) {
+    const ModelConfig& c = config_;
+    const BlockWeights& w = weights_->blocks[L];
+    const LayerRole& role = c.roles[L];
+    const ops::Rope& rope = rope_for(L);
+    const int H = c.num_attention_heads, hd = c.head_dim, rd = c.qk_rope_head_dim, D = c.hidden_size;
+    const int ql = c.q_lora_rank, W = c.sliding_window;
+    const int64_t n = f.n;
+    const float eps = static_cast<float>(c.rms_norm_eps);
+
+    // Query path: q = wq_b(q_norm(wq_a(x))), RoPE on each head's last rd lanes (spec §5.3.1).
+    std::vector<bf16> qa(n * ql), qr(n * ql), q(n * H * hd);
+    ops::linear_fp8(x, n, w.wq_a, qa.data());
+    ops::rms_norm(qa.data(), n, ql, w.q_norm, eps, qr.data());
+    ops::linear_fp8(qr.data(), n, w.wq_b, q.data());
+    for (int64_t i = 0; i < n; ++i) rope.apply(q.data() + i * H * hd + (hd - rd), H, hd, f.positions[i], false);
+
+    // Window KV: kv_norm(wkv(x)), RoPE, fp8 QDQ over all lanes, stored as records (spec §5.3.2).
+    std::vector<bf16> kva(n * hd), kvn(n * hd);
+    ops::linear_fp8(x, n, w.wkv, kva.data());
+    ops::rms_norm(kva.data(), n, hd, w.kv_norm, eps, kvn.data());
+    std::vector<float> row(hd);
+    for (const SeqChunk& s : f.batch.seqs)
+        for (int32_t r = 0; r < s.n_rows; ++r) {
+            const int64_t i = s.row_begin + r;
+            rope.apply(kvn.data() + i * hd + (hd - rd), 1, hd, f.positions[i], false);
+            ops::bf16_to_f32(kvn.data() + i * hd, hd, row.data());
+            pack_window_record(row.data(), hd, s.cache->window_record(f.pools, L, f.positions[i]), nullptr);
+        }
+
+    if (role.compress_ratio != 0) compressed_topk(f, L, x, qr.data());
+
+    // Per sequence: KV rows = window positions then the selected compressed entries; index lists in the
+    // canonical order described below.
+    std::vector<bf16> o(n * H * hd);
+    const float scale = static_cast<float>(std::pow(static_cast<double>(hd), -0.5));
+    std::vector<bf16> kv_rows;
+    std::vector<int32_t> idx, entries;
+    for (size_t si = 0; si < f.batch.seqs.size(); ++si) {
+        const SeqChunk& s = f.batch.seqs[si];
+        const int64_t start = s.start_pos, end = s.start_pos + s.n_rows, S = s.n_rows;
+        const int64_t w0 = std::max<int64_t>(0, start - (W - 1));
+        const int64_t n_win = end - w0;
+        // Distinct compressed entries selected by any row of the chunk.
+        entries.clear();
+        const Forward::Seq& fs = f.seqs[si];
+        const int k = role.compress_ratio != 0 ? fs.k : 0;
+        if (k > 0) {
+            for (int32_t j : fs.topk)
+                if (j >= 0) entries.push_back(j);
+            std::sort(entries.begin(), entries.end());
+            entries.erase(std::unique(entries.begin(), entries.end()), entries.end());
+        }
+        const int64_t n_kv = n_win + static_cast<int64_t>(entries.size());
+        kv_rows.resize(n_kv * hd);
+        for (int64_t p = w0; p < end; ++p) {
+            unpack_window_record(s.cache->window_record(f.pools, L, p), hd, row.data());
+            ops::f32_to_bf16(row.data(), hd, kv_rows.data() + (p - w0) * hd);
+        }
+        if (!entries.empty()) {
+            const int src = layout_.source_of_layer[L];
+            for (size_t e = 0; e < entries.size(); ++e) {
+                unpack_compressed_record(s.cache->compressed_record(f.pools, src, entries[e]), hd, row.data());
+                ops::f32_to_bf16(row.data(), hd, kv_rows.data() + (n_win + static_cast<int64_t>(e)) * hd);
+            }
+        }
+        // Index lists in a canonical order that does not depend on how the prompt was chunked: the row's
+        // visible window positions ascending, then its selected compressed entries ascending, then -1
+        // padding. The kernel's online softmax works in blocks of 64 entries and rounds probabilities
+        // relative to the running maximum, so the reference's placement of -1 entries (which differs
+        // between its prefill and decode lists, spec §5.3.2) moves results by an ulp; a compact list makes
+        // chunked prefill, decode and batching bit-identical to one-shot prefill, and equals the
+        // reference's list exactly whenever it has no -1 entries (every decode step past the window).
+        const int topk = std::min<int>(W, static_cast<int>(end - w0)) + k;
+        idx.assign(S * topk, -1);
+        for (int64_t r = 0; r < S; ++r) {
+            const int64_t t = start + r;
+            int32_t* list = idx.data() + r * topk;
+            int e = 0;
+            for (int64_t p = std::max<int64_t>(0, t - W + 1); p <= t; ++p) list[e++] = static_cast<int32_t>(p - w0);
+            for (int j = 0; j < k; ++j) {
+                int32_t entry = fs.topk[r * k + j];
+                if (entry < 0) continue;
+                auto pos = std::lower_bound(entries.begin(), entries.end(), entry) - entries.begin();
+                list[e++] = static_cast<int32_t>(n_win + pos);
+            }
+        }
+        backend::active_kernels().sparse_attn(q.data() + s.row_begin * H * hd, S, H, hd, kv_rows.data(), idx.data(),
+                                              topk, w.attn_sink, scale, o.data() + s.row_begin * H * hd,
+                                              ThreadPool::global());
+    }
+
+    // Inverse RoPE at the query position, then the grouped low-rank output (spec §5.3.7).
+    for (int64_t i = 0; i < n; ++i) rope.apply(o.data() + i * H * hd + (hd - rd), H, hd, f.positions[i], true);
+    const int G = c.o_groups, R = c.o_lora_rank;
+    const int64_t Kg = static_cast<int64_t>(H) * hd / G;
+    std::vector<bf16> group_in(n * Kg), group_out(n * R), low_rank(n * G * R);
+    for (int g = 0; g < G; ++g) {
+        for (int64_t i = 0; i < n; ++i)
+            std::copy(o.begin() + i * H * hd + g * Kg, o.begin() + i * H * hd + (g + 1) * Kg, group_in.begin() + i * Kg);
+        backend::Bf16Matrix wg{w.wo_a.data + static_cast<int64_t>(g) * R * Kg, R, Kg};
+        ops::linear_bf16(group_in.data(), n, wg, group_out.data());
+        for (int64_t i = 0; i < n; ++i)
+            std::copy(group_out.begin() + i * R, group_out.begin() + (i + 1) * R, low_rank.begin() + i * G * R + g * R);
+    }
+    ops::linear_fp8(low_rank.data(), n, w.wo_b, out);
+    (void)D;
+}
+
+}  // namespace deepinfer::model

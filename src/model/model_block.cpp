@@ -1,0 +1,65 @@
+// One mHC block (spec §5.2): coefficients from the block input, attention on the stream collapsed with
+// the incoming pre-mix, expansion; then the same for the FFN with the attention sublayer's pre-mix.
+#include <cmath>
+#include <vector>
+
+#include "core/thread_pool.h"
+#include "model/forward_state.h"
+#include "ops/elementwise.h"
+#include "ops/hyper_connection.h"
+#include "ops/linear.h"
+
+namespace deepinfer::model {
+
+void Model::hc_mixes(const bf16* stream, int64_t n, const F32Matrix& fn, const float* scale, const float* base,
+                     float* pre, float* post, float* comb) {
+    const ModelConfig& c = config_;
+    const int hc = c.hc_mult, width = c.hc_dim(), mix = c.hc_mix_dim();
+    std::vector<float> x(n * width), mixes(n * mix);
+    ops::bf16_to_f32(stream, n * width, x.data());
+    ops::linear_f32(x.data(), n, fn, mixes.data());  // fn . x with the un-normalised stream
+    for (int64_t i = 0; i < n; ++i) {
+        float sum = 0.0f;
+        for (int k = 0; k < width; ++k) sum += x[i * width + k] * x[i * width + k];
+        // One statistic over all copies jointly (spec §5.2 HC).
+        float r = 1.0f / std::sqrt(sum / static_cast<float>(width) + static_cast<float>(c.rms_norm_eps));
+        for (int m = 0; m < mix; ++m) mixes[i * mix + m] *= r;
+        ops::hc_split_sinkhorn(mixes.data() + i * mix, scale, base, hc, c.hc_sinkhorn_iters, static_cast<float>(c.hc_eps),
+                               pre + i * hc, post + i * hc, comb + i * hc * hc);
+    }
+}
+
+void Model::block(Forward& f, int L, bf16* stream, float* pre_in) {
+    run_block(L, stream, pre_in, f.n, [&](const bf16* x, bf16* out) { attention(f, L, x, out); });
+}
+
+void Model::run_block(int L, bf16* stream, float* pre_in, int64_t n, const AttentionFn& attend) {
+    const ModelConfig& c = config_;
+    const BlockWeights& w = weights_->blocks[L];
+    const int hc = c.hc_mult, D = c.hidden_size;
+    const float eps = static_cast<float>(c.rms_norm_eps);
+    std::vector<float> pre_a(n * hc), post_a(n * hc), comb_a(n * hc * hc);
+    std::vector<float> pre_f(n * hc), post_f(n * hc), comb_f(n * hc * hc);
+    std::vector<bf16> collapsed(n * D), normed(n * D), sub_out(n * D), next(n * hc * D);
+
+    // Attention sublayer.
+    hc_mixes(stream, n, w.hc_attn_fn, w.hc_attn_scale, w.hc_attn_base, pre_a.data(), post_a.data(), comb_a.data());
+    for (int64_t i = 0; i < n; ++i) ops::hc_collapse(stream + i * hc * D, pre_in + i * hc, hc, D, collapsed.data() + i * D);
+    ops::rms_norm(collapsed.data(), n, D, w.attn_norm, eps, normed.data());
+    attend(normed.data(), sub_out.data());
+    for (int64_t i = 0; i < n; ++i)
+        ops::hc_expand(sub_out.data() + i * D, stream + i * hc * D, post_a.data() + i * hc, comb_a.data() + i * hc * hc, hc,
+                       D, next.data() + i * hc * D);
+
+    // FFN sublayer: collapse with the attention sublayer's pre-mix ("one sublayer late").
+    hc_mixes(next.data(), n, w.hc_ffn_fn, w.hc_ffn_scale, w.hc_ffn_base, pre_f.data(), post_f.data(), comb_f.data());
+    for (int64_t i = 0; i < n; ++i) ops::hc_collapse(next.data() + i * hc * D, pre_a.data() + i * hc, hc, D, collapsed.data() + i * D);
+    ops::rms_norm(collapsed.data(), n, D, w.ffn_norm, eps, normed.data());
+    moe(L, normed.data(), n, sub_out.data());
+    for (int64_t i = 0; i < n; ++i)
+        ops::hc_expand(sub_out.data() + i * D, next.data() + i * hc * D, post_f.data() + i * hc, comb_f.data() + i * hc * hc,
+                       hc, D, stream + i * hc * D);
+    std::copy(pre_f.begin(), pre_f.end(), pre_in);
+}
+
+}  // namespace deepinfer::model

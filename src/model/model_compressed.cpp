@@ -1,0 +1,197 @@
+// The compressed path of one layer (spec §5.3.3-§5.3.6): KV sources pool new latents (ratio 1: one per
+// token; ratio 2: softmax-gated pairs, streaming across chunks) and store them as fp4 compressed-KV and
+// index-key records; index sources score every visible compressed entry with the lightning indexer,
+// apply the candidate-block filter, and publish the per-row top-k for the layers that follow.
+#include <algorithm>
+#include <cmath>
+#include <limits>
+#include <numeric>
+#include <vector>
+
+#include "core/check.h"
+#include "core/quant_records.h"
+#include "model/forward_state.h"
+#include "ops/elementwise.h"
+#include "ops/linear.h"
+
+namespace deepinfer::model {
+namespace {
+
+constexpr float kNegInf = -std::numeric_limits<float>::infinity();
+
+// Level one of the two-level top-k (select_candidate_blocks, spec §5.3.6) for one query row.
+void candidate_blocks(const float* scores, int64_t width, int64_t n_vis, int topk_blocks, int block_size,
+                      uint8_t* mask) {
+    const int64_t n_blocks = (width + block_size - 1) / block_size;
+    std::vector<float> block_score(n_blocks, kNegInf);
+    for (int64_t j = 0; j < width; ++j) block_score[j / block_size] = std::max(block_score[j / block_size], scores[j]);
+    // Pin the block holding the newest visible position (Python floor division: none when n_vis == 0).
+    if (n_vis > 0) block_score[(n_vis - 1) / block_size] = std::numeric_limits<float>::infinity();
+    const int64_t keep = std::min<int64_t>(topk_blocks, n_blocks);
+    std::vector<int64_t> order(n_blocks);
+    std::iota(order.begin(), order.end(), 0);
+    std::partial_sort(order.begin(), order.begin() + keep, order.end(), [&](int64_t a, int64_t b) {
+        return block_score[a] > block_score[b] || (block_score[a] == block_score[b] && a < b);
+    });
+    std::fill(mask, mask + width, 0);
+    for (int64_t b = 0; b < keep; ++b) {
+        if (!(block_score[order[b]] > kNegInf)) continue;
+        for (int64_t j = order[b] * block_size; j < std::min<int64_t>(width, (order[b] + 1) * block_size); ++j) mask[j] = 1;
+    }
+}
+
+// Top-k entry numbers of one row, ascending, entries past n_vis replaced by -1 (Indexer.forward).
+void top_k_row(const float* scores, int64_t width, int k, int64_t n_vis, int32_t* out) {
+    std::vector<int32_t> order(width);
+    std::iota(order.begin(), order.end(), 0);
+    std::partial_sort(order.begin(), order.begin() + k, order.end(), [&](int32_t a, int32_t b) {
+        return scores[a] > scores[b] || (scores[a] == scores[b] && a < b);
+    });
+    std::sort(order.begin(), order.begin() + k);
+    for (int e = 0; e < k; ++e) out[e] = order[e] < n_vis ? order[e] : -1;
+}
+
+}  // namespace
+
+void Model::compressed_topk(Forward& f, int L, const bf16* x, const bf16* qr) {
+    const ModelConfig& c = config_;
+    const BlockWeights& w = weights_->blocks[L];
+    const LayerRole& role = c.roles[L];
+    const ops::Rope& rope = rope_for(L);
+    const int R = role.compress_ratio, hd = c.head_dim, rd = c.qk_rope_head_dim, D = c.hidden_size;
+    const int Hi = c.index_n_heads, Di = c.index_head_dim;
+    const int64_t n = f.n;
+    const float eps = static_cast<float>(c.rms_norm_eps);
+    const int src = layout_.source_of_layer[L];
+    std::vector<float> row(std::max(hd, Di));
+
+    if (role.kv_source) {
+        // New latents (pre-RoPE, bf16) of the groups completed in this forward, with their entry numbers.
+        std::vector<bf16> latents;
+        std::vector<int64_t> latent_entry;
+        std::vector<kv::SequenceCache*> latent_cache;
+        if (R == 1) {
+            // Ratio 1: norm(bf16 Linear(wkv, x)) per token, no gate, no state (model.py:461-462).
+            std::vector<bf16> raw(n * hd);
+            latents.resize(n * hd);
+            ops::linear_bf16(x, n, w.compressor_wkv, raw.data());
+            ops::rms_norm(raw.data(), n, hd, w.compressor_norm, eps, latents.data());
+            for (const SeqChunk& s : f.batch.seqs)
+                for (int32_t r = 0; r < s.n_rows; ++r) {
+                    latent_entry.push_back(s.start_pos + r);
+                    latent_cache.push_back(s.cache);
+                }
+        } else {
+            // Ratio 2: fp32 u = Wkv x, g = Wgate x; pairs pooled with a per-lane softmax over the two tokens.
+            std::vector<float> xf(n * D), u(n * hd), g(n * hd);
+            ops::bf16_to_f32(x, n * D, xf.data());
+            ops::linear_f32(xf.data(), n, w.compressor_wkv, u.data());
+            ops::linear_f32(xf.data(), n, w.compressor_wgate, g.data());
+            std::vector<float> pooled(hd);
+            std::vector<bf16> pooled_bf16(hd), normed(hd);
+            for (const SeqChunk& s : f.batch.seqs)
+                for (int32_t r = 0; r < s.n_rows; ++r) {
+                    const int64_t p = s.start_pos + r, i = s.row_begin + r;
+                    if (p % R == 0) {
+                        // Even position: its (u, g) waits for the pair's second token (may be in a later chunk).
+                        float* slot = s.cache->compressor_slot(src, p);
+                        std::copy(u.begin() + i * hd, u.begin() + (i + 1) * hd, slot);
+                        std::copy(g.begin() + i * hd, g.begin() + (i + 1) * hd, slot + hd);
+                        continue;
+                    }
+                    const float* u0;
+                    const float* g0;
+                    if (r > 0) {
+                        u0 = u.data() + (i - 1) * hd;
+                        g0 = g.data() + (i - 1) * hd;
+                    } else {
+                        const float* slot = s.cache->find_compressor_slot(src, p - 1);
+                        DI_CHECK_MSG(slot != nullptr, "ratio-2 compressor state of position {} is gone", p - 1);
+                        u0 = slot;
+                        g0 = slot + hd;
+                    }
+                    const float* u1 = u.data() + i * hd;
+                    const float* g1 = g.data() + i * hd;
+                    for (int k = 0; k < hd; ++k) {
+                        float mx = std::max(g0[k], g1[k]);
+                        float e0 = std::exp(g0[k] - mx), e1 = std::exp(g1[k] - mx);
+                        float sum = e0 + e1;
+                        pooled[k] = u0[k] * (e0 / sum) + u1[k] * (e1 / sum);
+                    }
+                    ops::f32_to_bf16(pooled.data(), hd, pooled_bf16.data());
+                    ops::rms_norm(pooled_bf16.data(), 1, hd, w.compressor_norm, eps, normed.data());
+                    latents.insert(latents.end(), normed.begin(), normed.end());
+                    latent_entry.push_back(p / R);
+                    latent_cache.push_back(s.cache);
+                }
+        }
+        const int64_t n_new = static_cast<int64_t>(latent_entry.size());
+        // Index keys from the pre-RoPE latents: k_norm(wk(latent)), RoPE at the group's first token, fp4 QDQ.
+        std::vector<bf16> kraw(n_new * Di), keys(n_new * Di);
+        ops::linear_bf16(latents.data(), n_new, w.indexer_wk, kraw.data());
+        ops::rms_norm(kraw.data(), n_new, Di, w.indexer_k_norm, eps, keys.data());
+        for (int64_t e = 0; e < n_new; ++e) {
+            const int64_t group_pos = latent_entry[e] * R;
+            rope.apply(keys.data() + e * Di + (Di - rd), 1, Di, group_pos, false);
+            ops::bf16_to_f32(keys.data() + e * Di, Di, row.data());
+            pack_index_key_record(row.data(), Di, latent_cache[e]->index_record(f.pools, src, latent_entry[e]), nullptr);
+            // Compressed KV: RoPE on the latent's last rd lanes, then fp4 QDQ with e4m3 scales per 16.
+            bf16* lat = latents.data() + e * hd;
+            rope.apply(lat + (hd - rd), 1, hd, group_pos, false);
+            ops::bf16_to_f32(lat, hd, row.data());
+            pack_compressed_record(row.data(), hd, latent_cache[e]->compressed_record(f.pools, src, latent_entry[e]), nullptr);
+        }
+    }
+
+    if (!role.index_source) return;  // consumers reuse the top-k their index source published
+
+    // Index queries and head weights for every row (spec §5.3.5).
+    std::vector<bf16> qi(n * Hi * Di), wts(n * Hi);
+    ops::linear_fp8(qr, n, w.indexer_wq_b, qi.data());
+    for (int64_t i = 0; i < n; ++i) rope.apply(qi.data() + i * Hi * Di + (Di - rd), Hi, Di, f.positions[i], false);
+    ops::fp4_index_qdq_rows(qi.data(), n * Hi, Di);
+    ops::linear_bf16(x, n, w.indexer_weights_proj, wts.data());
+    const float weight_scale = static_cast<float>(std::pow(static_cast<double>(Di), -0.5) * std::pow(static_cast<double>(Hi), -0.5));
+    for (auto& v : wts) v = float_to_bf16(bf16_to_float(v) * weight_scale);
+
+    std::vector<bf16> keys;
+    std::vector<float> scores;
+    for (size_t si = 0; si < f.batch.seqs.size(); ++si) {
+        const SeqChunk& s = f.batch.seqs[si];
+        Forward::Seq& fs = f.seqs[si];
+        const int64_t S = s.n_rows, end = s.start_pos + S, compress_len = end / R;
+        fs.k = static_cast<int>(std::min<int64_t>(c.index_topk, compress_len));
+        fs.topk.assign(S * fs.k, -1);
+        if (compress_len == 0) continue;
+        keys.resize(compress_len * Di);
+        for (int64_t j = 0; j < compress_len; ++j) {
+            unpack_index_key_record(s.cache->index_record(f.pools, src, j), Di, row.data());
+            ops::f32_to_bf16(row.data(), Di, keys.data() + j * Di);
+        }
+        scores.resize(S * compress_len);
+        backend::active_kernels().index_scores(qi.data() + s.row_begin * Hi * Di, S, Hi, Di, keys.data(), compress_len,
+                                               wts.data() + s.row_begin * Hi, scores.data(), compress_len,
+                                               ThreadPool::global());
+        if (role.candidate_source) {
+            fs.candidates.assign(S * compress_len, 0);
+            fs.candidate_width = compress_len;
+        }
+        for (int64_t r = 0; r < S; ++r) {
+            float* sr = scores.data() + r * compress_len;
+            const int64_t n_vis = (s.start_pos + r + 1) / R;
+            for (int64_t j = n_vis; j < compress_len; ++j) sr[j] = kNegInf;
+            if (role.candidate_source) {
+                candidate_blocks(sr, compress_len, n_vis, c.candidate_topk_blocks, c.candidate_block_size,
+                                 fs.candidates.data() + r * compress_len);
+            } else if (role.uses_candidates) {
+                DI_CHECK_EQ(fs.candidate_width, compress_len);
+                const uint8_t* mask = fs.candidates.data() + r * compress_len;
+                for (int64_t j = 0; j < compress_len; ++j)
+                    if (!mask[j]) sr[j] = kNegInf;
+            }
+            top_k_row(sr, compress_len, fs.k, n_vis, fs.topk.data() + r * fs.k);
+        }
+    }
+}
+
+}  // namespace deepinfer::model

@@ -1,0 +1,72 @@
+// Model construction from a config, a census-checked tensor store and the Engram token map; the cache
+// layout the config implies.
+#include <algorithm>
+
+#include "core/log.h"
+#include "core/quant_records.h"
+#include "model/model.h"
+
+namespace deepinfer::model {
+
+kv::CacheLayout make_cache_layout(const ModelConfig& c, int block_tokens) {
+    kv::CacheLayout L;
+    L.block_tokens = block_tokens;
+    L.window = c.sliding_window;
+    L.n_window_layers = c.n_blocks();
+    L.head_dim = c.head_dim;
+    L.index_head_dim = c.index_head_dim;
+    L.window_record_bytes = window_record_bytes(c.head_dim);
+    L.compressed_record_bytes = compressed_record_bytes(c.head_dim);
+    L.index_record_bytes = index_key_record_bytes(c.index_head_dim);
+    L.window_block_bytes = static_cast<size_t>(L.n_window_layers) * block_tokens * L.window_record_bytes;
+    L.source_of_layer.assign(c.num_hidden_layers, -1);
+    size_t offset = 0;
+    for (int l = 0; l < c.num_hidden_layers; ++l) {
+        if (!c.roles[l].kv_source) continue;
+        kv::KvSourceLayout s;
+        s.layer = l;
+        s.ratio = c.roles[l].compress_ratio;
+        const size_t entries = static_cast<size_t>(block_tokens / s.ratio);
+        s.kv_offset = offset;
+        offset += entries * L.compressed_record_bytes;
+        s.index_offset = offset;
+        offset += entries * L.index_record_bytes;
+        L.sources.push_back(s);
+    }
+    for (int l = 0; l < c.num_hidden_layers; ++l)
+        for (size_t i = 0; i < L.sources.size(); ++i)
+            if (L.sources[i].layer == c.roles[l].kv_source_layer) L.source_of_layer[l] = static_cast<int>(i);
+    L.compressed_block_bytes = offset;
+    return L;
+}
+
+Expected<std::unique_ptr<Model>> Model::create(ModelConfig config, std::unique_ptr<loader::TensorStore> store,
+                                               std::vector<int32_t> engram_token_map) {
+    std::unique_ptr<Model> m(new Model());
+    m->config_ = std::move(config);
+    const ModelConfig& c = m->config_;
+    DI_ASSIGN_OR_RETURN(m->weights_, bind_weights(c, std::move(store)));
+    m->layout_ = make_cache_layout(c);
+    if (!c.engram_layer_ids.empty()) {
+        if (static_cast<int64_t>(engram_token_map.size()) < c.vocab_size)
+            return invalid_argument("Engram token map has {} entries for a vocabulary of {}", engram_token_map.size(),
+                                    c.vocab_size);
+        int32_t n_classes = 0;
+        for (int32_t id : engram_token_map) n_classes = std::max(n_classes, id + 1);
+        if (n_classes != c.engram_compressed_vocab_size)
+            return invalid_argument("config.json: text_config.engram_compressed_vocab_size is {} but the tokenizer "
+                                    "yields {} compressed classes (spec §5.5.1)", c.engram_compressed_vocab_size,
+                                    n_classes);
+        m->token_map_ = std::move(engram_token_map);
+        m->engram_pad_cid_ = m->token_map_[c.engram_pad_token_id];
+        m->engram_layout_ = make_engram_layout(c);
+    }
+    ops::RopeParams plain{c.qk_rope_head_dim, c.rope_theta, 0, 1.0, c.rope_scaling.beta_fast, c.rope_scaling.beta_slow};
+    ops::RopeParams yarn{c.qk_rope_head_dim, c.compress_rope_theta, c.rope_scaling.original_max_position_embeddings,
+                         c.rope_scaling.factor, c.rope_scaling.beta_fast, c.rope_scaling.beta_slow};
+    m->rope_plain_ = ops::Rope(plain);
+    m->rope_yarn_ = ops::Rope(yarn);
+    return m;
+}
+
+}  // namespace deepinfer::model

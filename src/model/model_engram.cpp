@@ -1,0 +1,56 @@
+// Engram (spec §5.5.2): gather and dequantize the hashed table rows, project to one key per hc copy and a
+// shared value, gate each copy by its normalised dot product with the stream, add the gated value.
+#include <cmath>
+#include <vector>
+
+#include "model/forward_state.h"
+#include "ops/elementwise.h"
+#include "ops/linear.h"
+
+namespace deepinfer::model {
+
+void Model::engram(Forward& f, int L, bf16* stream) {
+    const ModelConfig& c = config_;
+    const BlockWeights& w = weights_->blocks[L];
+    const int hc = c.hc_mult, D = c.hidden_size, ehd = c.engram_head_dim, cols = engram_layout_.n_cols;
+    const int64_t n = f.n;
+    const std::vector<int64_t>& ids = f.engram_row_ids[c.roles[L].engram_index];
+
+    // Rows dequantized to bf16 (fp32 product of e4m3 and the per-32 e8m0 scale), in column order.
+    std::vector<bf16> gathered(n * cols * ehd);
+    for (int64_t i = 0; i < n * cols; ++i) {
+        int64_t row = ids[i];
+        const uint8_t* q = w.engram_table + row * ehd;
+        const uint8_t* s = w.engram_scale + row * (ehd / 32);
+        for (int k = 0; k < ehd; ++k) gathered[i * ehd + k] = float_to_bf16(e4m3_to_float(q[k]) * e8m0_to_float(s[k / 32]));
+    }
+    std::vector<bf16> kv(n * D * (hc + 1));
+    ops::linear_fp8(gathered.data(), n, w.engram_wkv, kv.data());
+
+    std::vector<float> weight(hc * D);  // q_weight * k_weight: only the product is used
+    for (int i = 0; i < hc * D; ++i) weight[i] = bf16_to_float(w.engram_q_weight[i]) * bf16_to_float(w.engram_k_weight[i]);
+    const float eps = static_cast<float>(c.rms_norm_eps);
+    const float inv_sqrt_dim = static_cast<float>(std::pow(static_cast<double>(D), -0.5));
+    for (int64_t i = 0; i < n; ++i) {
+        const bf16* row_kv = kv.data() + i * D * (hc + 1);
+        const bf16* value = row_kv + hc * D;
+        for (int cpy = 0; cpy < hc; ++cpy) {
+            bf16* h = stream + (i * hc + cpy) * D;
+            const bf16* key = row_kv + cpy * D;
+            float hh = 0.0f, kk = 0.0f, dot = 0.0f;
+            for (int k = 0; k < D; ++k) {
+                float hv = bf16_to_float(h[k]), kv_k = bf16_to_float(key[k]);
+                hh += hv * hv;
+                kk += kv_k * kv_k;
+                dot += (hv * weight[cpy * D + k]) * kv_k;
+            }
+            // Norms per copy over D, not jointly over copies.
+            float rstd = (1.0f / std::sqrt(hh / D + eps)) * (1.0f / std::sqrt(kk / D + eps));
+            dot = dot * rstd * inv_sqrt_dim;
+            float gate = ops::sigmoid(std::copysign(std::sqrt(std::fmax(std::fabs(dot), 1e-6f)), dot));
+            for (int k = 0; k < D; ++k) h[k] = float_to_bf16(bf16_to_float(h[k]) + gate * bf16_to_float(value[k]));
+        }
+    }
+}
+
+}  // namespace deepinfer::model

@@ -1,0 +1,139 @@
+// Binding checkpoint tensors to BlockWeights; wo_a dequantized to bf16 (spec §3.4 step 4).
+#include "model/weights.h"
+
+#include <fmt/format.h>
+
+#include "core/check.h"
+#include "core/log.h"
+#include "core/thread_pool.h"
+#include "model/census.h"
+
+namespace deepinfer::model {
+namespace {
+
+class Binder {
+   public:
+    Binder(const loader::TensorStore& store) : store_(store) {}
+    const loader::TensorEntry& get(const std::string& name) const {
+        const loader::TensorEntry* e = store_.find(name);
+        DI_CHECK_MSG(e != nullptr, "tensor {} vanished after the census", name);
+        return *e;
+    }
+    template <typename T>
+    const T* ptr(const std::string& name) const {
+        return reinterpret_cast<const T*>(get(name).data);
+    }
+    Fp8Matrix fp8(const std::string& prefix) const {
+        const auto& w = get(prefix + ".weight");
+        return {w.data, get(prefix + ".scale").data, w.shape[0], w.shape[1]};
+    }
+    Fp4Matrix fp4(const std::string& prefix) const {
+        const auto& w = get(prefix + ".weight");
+        return {w.data, get(prefix + ".scale").data, w.shape[0], w.shape[1] * 2};
+    }
+    Bf16Matrix bf16m(const std::string& name) const {
+        const auto& w = get(name);
+        return {reinterpret_cast<const bf16*>(w.data), w.shape[0], w.shape[1]};
+    }
+    F32Matrix f32m(const std::string& name) const {
+        const auto& w = get(name);
+        return {reinterpret_cast<const float*>(w.data), w.shape[0], w.shape[1]};
+    }
+
+   private:
+    const loader::TensorStore& store_;
+};
+
+// W[o, i] = bf16(e4m3(q[o, i]) * 2^(s[o/32, i/32] - 127)), the product in fp32 (convert.py).
+std::vector<bf16> dequantize_fp8(const Fp8Matrix& m) {
+    std::vector<bf16> out(static_cast<size_t>(m.rows * m.cols));
+    const int64_t scale_cols = (m.cols + 31) / 32;
+    ThreadPool::global().parallel_for(static_cast<size_t>(m.rows), [&](size_t b, size_t e, int) {
+        for (size_t o = b; o < e; ++o)
+            for (int64_t i = 0; i < m.cols; ++i) {
+                float s = e8m0_to_float(m.scales[(o / 32) * scale_cols + i / 32]);
+                out[o * m.cols + i] = float_to_bf16(e4m3_to_float(m.codes[o * m.cols + i]) * s);
+            }
+    });
+    return out;
+}
+
+}  // namespace
+
+Expected<std::unique_ptr<ModelWeights>> bind_weights(const ModelConfig& c, std::unique_ptr<loader::TensorStore> store) {
+    DI_RETURN_IF_ERROR(check_checkpoint(c, *store, nullptr));
+    auto w = std::make_unique<ModelWeights>();
+    Binder bind(*store);
+    w->embed = bind.ptr<bf16>("embed.weight");
+    w->head = bind.bf16m("head.weight");
+    w->norm = bind.ptr<bf16>("norm.weight");
+    w->blocks.resize(c.n_blocks());
+    for (int b = 0; b < c.n_blocks(); ++b) {
+        const LayerRole& role = c.roles[b];
+        const std::string P = c.block_prefix(b);
+        BlockWeights& B = w->blocks[b];
+        B.attn_norm = bind.ptr<bf16>(P + ".attn_norm.weight");
+        B.ffn_norm = bind.ptr<bf16>(P + ".ffn_norm.weight");
+        B.hc_attn_fn = bind.f32m(P + ".hc_attn_fn");
+        B.hc_ffn_fn = bind.f32m(P + ".hc_ffn_fn");
+        B.hc_attn_base = bind.ptr<float>(P + ".hc_attn_base");
+        B.hc_ffn_base = bind.ptr<float>(P + ".hc_ffn_base");
+        B.hc_attn_scale = bind.ptr<float>(P + ".hc_attn_scale");
+        B.hc_ffn_scale = bind.ptr<float>(P + ".hc_ffn_scale");
+        B.attn_sink = bind.ptr<float>(P + ".attn.attn_sink");
+        B.q_norm = bind.ptr<bf16>(P + ".attn.q_norm.weight");
+        B.kv_norm = bind.ptr<bf16>(P + ".attn.kv_norm.weight");
+        B.wq_a = bind.fp8(P + ".attn.wq_a");
+        B.wq_b = bind.fp8(P + ".attn.wq_b");
+        B.wkv = bind.fp8(P + ".attn.wkv");
+        B.wo_b = bind.fp8(P + ".attn.wo_b");
+        Fp8Matrix wo_a = bind.fp8(P + ".attn.wo_a");
+        w->owned.push_back(dequantize_fp8(wo_a));
+        B.wo_a = {w->owned.back().data(), wo_a.rows, wo_a.cols};
+        if (role.kv_source) {
+            B.compressor_wkv = bind.bf16m(P + ".attn.compressor.wkv.weight");
+            if (role.compress_ratio > 1) B.compressor_wgate = bind.bf16m(P + ".attn.compressor.wgate.weight");
+            B.compressor_norm = bind.ptr<bf16>(P + ".attn.compressor.norm.weight");
+            B.indexer_wk = bind.bf16m(P + ".attn.indexer.wk.weight");
+            B.indexer_k_norm = bind.ptr<bf16>(P + ".attn.indexer.k_norm.weight");
+        }
+        if (role.index_source) {
+            B.indexer_wq_b = bind.fp8(P + ".attn.indexer.wq_b");
+            B.indexer_weights_proj = bind.bf16m(P + ".attn.indexer.weights_proj.weight");
+        }
+        B.gate = bind.bf16m(P + ".ffn.gate.weight");
+        B.gate_bias = bind.ptr<float>(P + ".ffn.gate.bias");
+        B.gate_bias_vl = bind.ptr<float>(P + ".ffn.gate.bias_vl");
+        B.experts.resize(role.n_routed_experts);
+        for (int e = 0; e < role.n_routed_experts; ++e) {
+            std::string X = fmt::format("{}.ffn.experts.{}", P, e);
+            B.experts[e] = {bind.fp4(X + ".w1"), bind.fp4(X + ".w2"), bind.fp4(X + ".w3")};
+        }
+        B.shared_w1 = bind.fp8(P + ".ffn.shared_experts.w1");
+        B.shared_w2 = bind.fp8(P + ".ffn.shared_experts.w2");
+        B.shared_w3 = bind.fp8(P + ".ffn.shared_experts.w3");
+        if (role.engram) {
+            const auto& table = bind.get(P + ".engram.embed.weight");
+            B.engram_table = table.data;
+            B.engram_rows = table.shape[0];
+            B.engram_scale = bind.ptr<uint8_t>(P + ".engram.embed.scale");
+            B.engram_wkv = bind.fp8(P + ".engram.wkv");
+            B.engram_q_weight = bind.ptr<bf16>(P + ".engram.q_weight");
+            B.engram_k_weight = bind.ptr<bf16>(P + ".engram.k_weight");
+        }
+        if (role.is_dspark && b == c.num_hidden_layers) {
+            B.main_proj = bind.fp8(P + ".main_proj");
+            B.main_norm = bind.ptr<bf16>(P + ".main_norm.weight");
+        }
+        if (role.is_dspark && b == c.n_blocks() - 1) {
+            B.dspark_norm = bind.ptr<bf16>(P + ".norm.weight");
+            B.markov_embed = bind.bf16m(P + ".markov_head.embed.weight");
+            B.markov_head = bind.bf16m(P + ".markov_head.head.weight");
+            B.confidence_proj = bind.bf16m(P + ".confidence_head.proj.weight");
+        }
+    }
+    w->store = std::move(store);
+    return w;
+}
+
+}  // namespace deepinfer::model

@@ -1,0 +1,95 @@
+// Row-wise ops with the reference's rounding points.
+#include "ops/elementwise.h"
+
+#include <algorithm>
+#include <cmath>
+#include <vector>
+
+#include "core/thread_pool.h"
+
+namespace deepinfer::ops {
+
+void rms_norm(const bf16* x, int64_t n, int dim, const bf16* w, float eps, bf16* y) {
+    auto row = [&](int64_t i) {
+        const bf16* xi = x + i * dim;
+        float sum = 0.0f;
+        for (int k = 0; k < dim; ++k) {
+            float v = bf16_to_float(xi[k]);
+            sum += v * v;
+        }
+        float r = 1.0f / std::sqrt(sum / static_cast<float>(dim) + eps);
+        for (int k = 0; k < dim; ++k) {
+            float normed = bf16_to_float(xi[k]) * r;  // x * rsqrt(...) first, then w * that (spec §4.1)
+            y[i * dim + k] = float_to_bf16(bf16_to_float(w[k]) * normed);
+        }
+    };
+    if (n * dim < 65536) {
+        for (int64_t i = 0; i < n; ++i) row(i);
+        return;
+    }
+    ThreadPool::global().parallel_for(static_cast<size_t>(n), [&](size_t b, size_t e, int) {
+        for (size_t i = b; i < e; ++i) row(static_cast<int64_t>(i));
+    });
+}
+
+void act_qdq_rows(bf16* x, int64_t n, int dim) {
+    float group[kActQuantGroup];
+    for (int64_t i = 0; i < n; ++i)
+        for (int g = 0; g < dim / kActQuantGroup; ++g) {
+            bf16* p = x + i * dim + g * kActQuantGroup;
+            for (int j = 0; j < kActQuantGroup; ++j) group[j] = bf16_to_float(p[j]);
+            act_qdq_group(group);
+            for (int j = 0; j < kActQuantGroup; ++j) p[j] = float_to_bf16(group[j]);
+        }
+}
+
+void fp4_index_qdq_rows(bf16* x, int64_t n, int dim) {
+    float group[kFp4IndexGroup], out[kFp4IndexGroup];
+    for (int64_t i = 0; i < n; ++i)
+        for (int g = 0; g < dim / kFp4IndexGroup; ++g) {
+            bf16* p = x + i * dim + g * kFp4IndexGroup;
+            for (int j = 0; j < kFp4IndexGroup; ++j) group[j] = bf16_to_float(p[j]);
+            fp4_index_quant_group(group, nullptr, out);
+            for (int j = 0; j < kFp4IndexGroup; ++j) p[j] = float_to_bf16(out[j]);
+        }
+}
+
+void fp4_kv_qdq_rows(bf16* x, int64_t n, int dim) {
+    float group[kFp4KvGroup], out[kFp4KvGroup];
+    for (int64_t i = 0; i < n; ++i)
+        for (int g = 0; g < dim / kFp4KvGroup; ++g) {
+            bf16* p = x + i * dim + g * kFp4KvGroup;
+            for (int j = 0; j < kFp4KvGroup; ++j) group[j] = bf16_to_float(p[j]);
+            fp4_kv_quant_group(group, nullptr, out);
+            for (int j = 0; j < kFp4KvGroup; ++j) p[j] = float_to_bf16(out[j]);
+        }
+}
+
+void bf16_to_f32(const bf16* x, int64_t count, float* y) {
+    for (int64_t i = 0; i < count; ++i) y[i] = bf16_to_float(x[i]);
+}
+
+void f32_to_bf16(const float* x, int64_t count, bf16* y) {
+    for (int64_t i = 0; i < count; ++i) y[i] = float_to_bf16(x[i]);
+}
+
+float sigmoid(float x) { return 1.0f / (1.0f + std::exp(-x)); }
+float silu(float x) { return x / (1.0f + std::exp(-x)); }
+float softplus(float x) { return x > 20.0f ? x : std::log1p(std::exp(x)); }
+
+void swiglu(const bf16* gate, const bf16* up, int64_t n, int inter, float limit, const float* row_weight, bf16* h) {
+    for (int64_t i = 0; i < n; ++i)
+        for (int k = 0; k < inter; ++k) {
+            float g = bf16_to_float(gate[i * inter + k]);
+            float u = bf16_to_float(up[i * inter + k]);
+            if (limit > 0) {
+                u = std::clamp(u, -limit, limit);
+                g = std::min(g, limit);
+            }
+            float v = silu(g) * u;
+            if (row_weight) v = row_weight[i] * v;  // routing weight before w2 (spec §5.4 step 5)
+            h[i * inter + k] = float_to_bf16(v);
+        }
+}
+
+}  // namespace deepinfer::ops

@@ -1,0 +1,56 @@
+// Linear dispatch: act_quant into thread-local scratch, then the GEMM of the active kernel table.
+#include "ops/linear.h"
+
+#include "core/aligned_buffer.h"
+#include "core/check.h"
+
+namespace deepinfer::ops {
+namespace {
+
+struct QuantScratch {
+    AlignedBuffer codes, scales;
+};
+QuantScratch& scratch() {
+    thread_local QuantScratch s;
+    return s;
+}
+
+backend::Fp8Acts quantize(const bf16* x, int64_t n, int64_t k) {
+    DI_CHECK_MSG(k % kActQuantGroup == 0, "act_quant needs k % 32 == 0, got {}", k);
+    auto& s = scratch();
+    s.codes.ensure(static_cast<size_t>(n * k));
+    s.scales.ensure(static_cast<size_t>(n * k / kActQuantGroup));
+    backend::active_kernels().act_quant(x, n, k, s.codes.data(), s.scales.data(), ThreadPool::global());
+    return {s.codes.data(), s.scales.data(), n, k};
+}
+
+}  // namespace
+
+void linear_fp8(const bf16* x, int64_t n, const Fp8Matrix& w, bf16* y) {
+    if (n == 0) return;
+    auto a = quantize(x, n, w.cols);
+    backend::active_kernels().gemm_fp8(a, w, y, w.rows, ThreadPool::global());
+}
+
+void linear_fp4(const bf16* x, int64_t n, const Fp4Matrix& w, bf16* y) {
+    if (n == 0) return;
+    auto a = quantize(x, n, w.cols);
+    backend::active_kernels().gemm_fp4(a, w, y, w.rows, ThreadPool::global());
+}
+
+void linear_bf16(const bf16* x, int64_t n, const Bf16Matrix& w, bf16* y) {
+    if (n == 0) return;
+    backend::active_kernels().gemm_bf16(x, n, w, y, w.rows, ThreadPool::global());
+}
+
+void linear_f32(const float* x, int64_t n, const Bf16Matrix& w, float* y) {
+    if (n == 0) return;
+    backend::active_kernels().gemm_f32_bf16w(x, n, w, y, w.rows, ThreadPool::global());
+}
+
+void linear_f32(const float* x, int64_t n, const F32Matrix& w, float* y) {
+    if (n == 0) return;
+    backend::active_kernels().gemm_f32(x, n, w, y, w.rows, ThreadPool::global());
+}
+
+}  // namespace deepinfer::ops

@@ -1,0 +1,25 @@
+// Linear layers with the reference's rounding points (spec §3.4 table, §4.2-§4.3): shape checks and
+// dispatch to the active kernel table. Activations are row-major [n, k]; weights [m, k].
+#pragma once
+
+#include "backend/kernels.h"
+
+namespace deepinfer::ops {
+
+using backend::Bf16Matrix;
+using backend::F32Matrix;
+using backend::Fp4Matrix;
+using backend::Fp8Matrix;
+
+// bf16 x [n, k] -> act_quant (fp8 per 1x32, power-of-two scales) -> block-scaled GEMM -> bf16 y [n, m].
+void linear_fp8(const bf16* x, int64_t n, const Fp8Matrix& w, bf16* y);
+// Same with MXFP4 weights (routed experts).
+void linear_fp4(const bf16* x, int64_t n, const Fp4Matrix& w, bf16* y);
+// bf16 x bf16 -> bf16 (fp32 accumulation), torch F.linear on bf16 tensors.
+void linear_bf16(const bf16* x, int64_t n, const Bf16Matrix& w, bf16* y);
+// fp32 x [n, k] times a bf16-stored weight held in fp32 -> fp32 y (LM head, router, ratio-2 compressor).
+void linear_f32(const float* x, int64_t n, const Bf16Matrix& w, float* y);
+// fp32 x fp32 weight -> fp32 (hyper-connection mixes).
+void linear_f32(const float* x, int64_t n, const F32Matrix& w, float* y);
+
+}  // namespace deepinfer::ops

@@ -1,0 +1,62 @@
+// RoPE / YaRN frequencies and rotation, computed the reference's way (precompute_freqs_cis,
+// apply_rotary_emb, model.py:368-406).
+#include "ops/rope.h"
+
+#include <algorithm>
+#include <cmath>
+
+namespace deepinfer::ops {
+
+Rope::Rope(const RopeParams& p) : rope_dim_(p.rope_dim) {
+    const int half = p.rope_dim / 2;
+    freqs_.resize(half);
+    for (int i = 0; i < half; ++i) {
+        float exponent = static_cast<float>(2 * i) / static_cast<float>(p.rope_dim);
+        freqs_[i] = 1.0f / std::pow(static_cast<float>(p.base), exponent);
+    }
+    if (p.original_seq_len > 0) {
+        // The correction dims are computed in double (Python math), the ramp in fp32.
+        auto corrected_dim = [&](double rotations) {
+            return p.rope_dim * std::log(static_cast<double>(p.original_seq_len) / (rotations * 2 * M_PI)) /
+                   (2 * std::log(p.base));
+        };
+        double low = std::max(std::floor(corrected_dim(p.beta_fast)), 0.0);
+        double high = std::min(std::ceil(corrected_dim(p.beta_slow)), static_cast<double>(p.rope_dim - 1));
+        float denom = static_cast<float>(std::max(high - low, 1e-3));
+        for (int i = 0; i < half; ++i) {
+            float ramp = std::clamp((static_cast<float>(i) - static_cast<float>(low)) / denom, 0.0f, 1.0f);
+            float smooth = 1.0f - ramp;
+            // freqs / factor * (1 - smooth) + freqs * smooth, in exactly this fp32 form (spec §4.6).
+            float scaled = freqs_[i] / static_cast<float>(p.factor);
+            freqs_[i] = scaled * (1.0f - smooth) + freqs_[i] * smooth;
+        }
+    }
+}
+
+void Rope::angles(int64_t pos, float* cos_out, float* sin_out) const {
+    const float t = static_cast<float>(pos);
+    for (size_t i = 0; i < freqs_.size(); ++i) {
+        float phi = t * freqs_[i];  // rounded to fp32 before cos/sin
+        cos_out[i] = std::cos(phi);
+        sin_out[i] = std::sin(phi);
+    }
+}
+
+void Rope::apply(bf16* x, int64_t count, int64_t stride, int64_t pos, bool inverse) const {
+    const int half = rope_dim_ / 2;
+    float c[256], s[256];
+    angles(pos, c, s);
+    for (int64_t v = 0; v < count; ++v) {
+        bf16* p = x + v * stride;
+        for (int i = 0; i < half; ++i) {
+            float re = bf16_to_float(p[2 * i]), im = bf16_to_float(p[2 * i + 1]);
+            float si = inverse ? -s[i] : s[i];
+            float out_re = re * c[i] - im * si;
+            float out_im = re * si + im * c[i];
+            p[2 * i] = float_to_bf16(out_re);
+            p[2 * i + 1] = float_to_bf16(out_im);
+        }
+    }
+}
+
+}  // namespace deepinfer::ops
