@@ -4,7 +4,10 @@
 namespace deepinfer::cli {
 
 Command make_version_command();
+Command make_make_tiny_command();
+Command make_inspect_command();
+Command make_generate_command();
 
-std::vector<Command> all_commands() { return {make_version_command()}; }
+std::vector<Command> all_commands() { return {make_generate_command(), make_make_tiny_command(), make_inspect_command(), make_version_command()}; }
 
 }  // namespace deepinfer::cli

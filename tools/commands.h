@@ -5,6 +5,8 @@
 #include <CLI/CLI.hpp>
 
 #include <functional>
+
+#include "deepinfer/engine.h"
 #include <vector>
 
 namespace deepinfer::cli {
@@ -14,5 +16,9 @@ struct Command {
 };
 
 std::vector<Command> all_commands();
+
+// The engine options shared by generate, serve and bench (defined in cmd_generate.cpp).
+void add_engine_options(CLI::App* sub, EngineConfig* config);
+
 
 }  // namespace deepinfer::cli

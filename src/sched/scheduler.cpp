@@ -98,6 +98,7 @@ SchedulerOutput Scheduler::schedule() {
             const int64_t max_blocks = (static_cast<int64_t>(seq.tokens.size()) - 1) / T;
             int64_t hit = prefix_.attach(hashes, max_blocks, &seq.cache);
             seq.registered_blocks = hit;
+            seq.prefix_hit_tokens = hit * T;
         }
         const int64_t n = std::min(seq.pending(), budget);
         if (!allocate(seq, seq.computed() + n)) break;

@@ -24,6 +24,7 @@ struct Sequence {
     int64_t arrival = 0;          // FCFS order (kept across preemptions)
     int64_t n_preemptions = 0;
     int64_t registered_blocks = 0;  // full blocks already offered to the prefix cache
+    int64_t prefix_hit_tokens = 0;  // prompt positions served from the prefix cache at the last admission
 
     int64_t computed() const { return cache.length(); }
     int64_t pending() const { return static_cast<int64_t>(tokens.size()) - computed(); }

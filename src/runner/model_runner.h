@@ -1,0 +1,31 @@
+// SchedulerOutput -> ForwardBatch -> Model::forward: gathers each chunk's tokens and the Engram history
+// before it, asks for the logits of the last row of every chunk that samples, and returns them per chunk.
+#pragma once
+
+#include <functional>
+#include <vector>
+
+#include "model/model.h"
+#include "sched/scheduler.h"
+
+namespace deepinfer::runner {
+
+struct RunnerOutput {
+    std::vector<float> logits;      // [n_sampled, vocab]
+    std::vector<int32_t> logit_of;  // per chunk of the SchedulerOutput: its row in logits, or -1
+    std::vector<bf16> main_hidden;  // [n_sampled, targets * hidden] when requested (DSpark)
+};
+
+class ModelRunner {
+   public:
+    ModelRunner(model::Model& model, kv::KvPools& pools) : model_(model), pools_(pools) {}
+
+    Status run(const sched::SchedulerOutput& out, const std::function<sched::Sequence*(int64_t)>& lookup,
+               bool dspark, RunnerOutput* result);
+
+   private:
+    model::Model& model_;
+    kv::KvPools& pools_;
+};
+
+}  // namespace deepinfer::runner
