@@ -6,7 +6,9 @@ namespace deepinfer::cli {
 Command make_version_command();
 Command make_tokenize_command();
 Command make_detokenize_command();
+Command make_make_tokenizer_command();
 
-std::vector<Command> all_commands() { return {make_version_command(), make_tokenize_command(), make_detokenize_command()}; }
+std::vector<Command> all_commands() { return {make_version_command(), make_tokenize_command(), make_detokenize_command(),
+            make_make_tokenizer_command()}; }
 
 }  // namespace deepinfer::cli
