@@ -7,8 +7,11 @@ Command make_version_command();
 Command make_tokenize_command();
 Command make_detokenize_command();
 Command make_make_tokenizer_command();
+Command make_engram_map_command();
 
-std::vector<Command> all_commands() { return {make_version_command(), make_tokenize_command(), make_detokenize_command(),
-            make_make_tokenizer_command()}; }
+std::vector<Command> all_commands() {
+    return {make_version_command(), make_tokenize_command(), make_detokenize_command(), make_make_tokenizer_command(),
+            make_engram_map_command()};
+}
 
 }  // namespace deepinfer::cli

@@ -1,8 +1,13 @@
-// HF normalizers on ICU (see normalizer.h). Semantics follow tokenizers' Rust code, not ICU's defaults:
+// HF normalizers (see normalizer.h). Semantics follow tokenizers' Rust code, not ICU's or Python's defaults:
 //  - Lowercase maps each code point on its own (Rust char::to_lowercase: full mapping, no Final_Sigma
-//    context), so "ΑΣ" -> "ασ" where Python's str.lower() gives "ας";
-//  - StripAccents removes every code point of general category M (Mn, Mc, Me);
-//  - Strip trims White_Space code points (Rust char::is_whitespace);
+//    context, so "ΑΣ" -> "ασ" where Python's str.lower() gives "ας"), from a table measured on HF
+//    (hf_lowercase.inc, Unicode 16; ICU 72 is Unicode 15);
+//  - StripAccents removes the code points HF's combining-mark table lists (hf_combining_marks.inc; that
+//    table predates Unicode 11, so newer marks such as U+07FD stay);
+//  - Strip trims White_Space code points (Rust char::is_whitespace), via ICU;
+//  - NFC/NFD/NFKC/NFKD use ICU 72 (Unicode 15). HF's unicode-normalization-alignments tables are older
+//    (Unicode 12): the ~100 code points whose decompositions were added since (e.g. U+32FF, U+A7F2,
+//    U+10781..) are normalized here but left alone by HF. Not exact for those; exact elsewhere;
 //  - Replace patterns are Oniguruma regexes (or literal strings) matched like the onig crate.
 #include "tokenizer/normalizer.h"
 
@@ -11,6 +16,7 @@
 #include <unicode/normalizer2.h>
 #include <unicode/uchar.h>
 
+#include <algorithm>
 #include <nlohmann/json.hpp>
 #include <variant>
 
@@ -20,6 +26,27 @@
 namespace deepinfer::tokenizer {
 
 namespace {
+
+struct LowercaseEntry {
+    char32_t cp;
+    const char32_t* lower;
+};
+constexpr LowercaseEntry kHfLowercase[] = {
+#include "tokenizer/hf_lowercase.inc"
+};
+
+struct CodepointRange {
+    char32_t first, last;
+};
+constexpr CodepointRange kHfCombiningMarks[] = {
+#include "tokenizer/hf_combining_marks.inc"
+};
+
+bool is_hf_combining_mark(char32_t cp) {
+    auto it = std::upper_bound(std::begin(kHfCombiningMarks), std::end(kHfCombiningMarks), cp,
+                               [](char32_t c, const CodepointRange& r) { return c < r.first; });
+    return it != std::begin(kHfCombiningMarks) && cp <= std::prev(it)->last;
+}
 
 enum class UnicodeForm { kNfc, kNfd, kNfkc, kNfkd };
 
@@ -55,13 +82,17 @@ Status apply(const LowercaseStep&, std::string& text) {
     out.reserve(text.size());
     size_t pos = 0;
     while (pos < text.size()) {
-        char32_t cp = next_codepoint(text, pos);
-        // U+0130 is the one code point whose unconditional full lowercase (SpecialCasing.txt) is not its
-        // simple lowercase: "i" + COMBINING DOT ABOVE.
-        if (cp == 0x130) {
-            out += "i\xCC\x87";
+        const char32_t cp = next_codepoint(text, pos);
+        if (cp < 0x80) {
+            out.push_back(static_cast<char>(cp >= 'A' && cp <= 'Z' ? cp + 32 : cp));
+            continue;
+        }
+        auto it = std::lower_bound(std::begin(kHfLowercase), std::end(kHfLowercase), cp,
+                                   [](const LowercaseEntry& e, char32_t c) { return e.cp < c; });
+        if (it != std::end(kHfLowercase) && it->cp == cp) {
+            for (const char32_t* c = it->lower; *c; ++c) append_utf8(out, *c);
         } else {
-            append_utf8(out, static_cast<char32_t>(u_tolower(static_cast<UChar32>(cp))));
+            append_utf8(out, cp);
         }
     }
     text.swap(out);
@@ -75,7 +106,7 @@ Status apply(const StripAccentsStep&, std::string& text) {
     while (pos < text.size()) {
         size_t start = pos;
         char32_t cp = next_codepoint(text, pos);
-        if ((U_GET_GC_MASK(static_cast<UChar32>(cp)) & U_GC_M_MASK) == 0) out.append(text, start, pos - start);
+        if (!is_hf_combining_mark(cp)) out.append(text, start, pos - start);
     }
     text.swap(out);
     return Status::ok();
