@@ -8,10 +8,11 @@ Command make_tokenize_command();
 Command make_detokenize_command();
 Command make_make_tokenizer_command();
 Command make_engram_map_command();
+Command make_render_prompt_command();
 
 std::vector<Command> all_commands() {
     return {make_version_command(), make_tokenize_command(), make_detokenize_command(), make_make_tokenizer_command(),
-            make_engram_map_command()};
+            make_engram_map_command(), make_render_prompt_command()};
 }
 
 }  // namespace deepinfer::cli
