@@ -179,6 +179,7 @@ void add_engine_options(CLI::App* sub, EngineConfig* c) {
     sub->add_option("--max-num-batched-tokens", c->max_num_batched_tokens, "Tokens per engine step");
     sub->add_option("--max-model-len", c->max_model_len, "Longest context (prompt + output)");
     sub->add_flag("!--no-prefix-caching", c->enable_prefix_caching, "Disable prefix caching");
+    sub->add_option("--speculative-tokens", c->speculative_tokens, "DSpark drafts verified per step (0 = off)");
 }
 
 Command make_generate_command() {

@@ -32,6 +32,7 @@ struct EngineConfig {
     int64_t max_model_len = 0;              // 0: min(max_position_embeddings, what the KV pool holds)
     bool enable_prefix_caching = true;
     int max_waiting = 1024;                 // queued requests beyond this are refused (server: 429)
+    int speculative_tokens = 0;             // DSpark drafts verified per step (0 = off, at most the block size)
 };
 
 struct TokenLogprob {
@@ -73,6 +74,7 @@ struct EngineMetrics {
     int64_t prompt_tokens = 0, generation_tokens = 0;
     int64_t prefix_query_tokens = 0, prefix_hit_tokens = 0;
     int64_t requests_finished = 0, requests_aborted = 0;
+    int64_t spec_draft_tokens = 0, spec_accepted_tokens = 0;  // speculative decoding
     std::vector<double> ttft_seconds, tpot_seconds;           // recent samples (histograms)
 };
 

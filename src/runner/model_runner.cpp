@@ -10,6 +10,7 @@ Status ModelRunner::run(const sched::SchedulerOutput& out, const std::function<s
     const int history = std::max(0, model_.config().engram_max_ngram_size - 1);
     model::ForwardBatch batch;
     result->logit_of.assign(out.chunks.size(), -1);
+    result->logit_count.assign(out.chunks.size(), 0);
     int32_t row = 0, n_logits = 0;
     for (size_t i = 0; i < out.chunks.size(); ++i) {
         const sched::ScheduledChunk& c = out.chunks[i];
@@ -25,8 +26,12 @@ Status ModelRunner::run(const sched::SchedulerOutput& out, const std::function<s
                             seq->tokens.begin() + c.start_pos + c.n_tokens);
         batch.seqs.push_back(std::move(chunk));
         if (c.sample) {
-            batch.logit_rows.push_back(row + c.n_tokens - 1);
-            result->logit_of[i] = n_logits++;
+            // A verify chunk needs every draft row's logits (and the row before the drafts).
+            const int32_t count = std::min<int32_t>(c.n_tokens, seq->verify_rows + 1);
+            result->logit_of[i] = n_logits;
+            result->logit_count[i] = count;
+            for (int32_t r = c.n_tokens - count; r < c.n_tokens; ++r) batch.logit_rows.push_back(row + r);
+            n_logits += count;
         }
         row += c.n_tokens;
     }

@@ -11,9 +11,10 @@
 namespace deepinfer::runner {
 
 struct RunnerOutput {
-    std::vector<float> logits;      // [n_sampled, vocab]
-    std::vector<int32_t> logit_of;  // per chunk of the SchedulerOutput: its row in logits, or -1
-    std::vector<bf16> main_hidden;  // [n_sampled, targets * hidden] when requested (DSpark)
+    std::vector<float> logits;       // [n_logit_rows, vocab]
+    std::vector<int32_t> logit_of;   // per chunk of the SchedulerOutput: its first row in logits, or -1
+    std::vector<int32_t> logit_count;  // per chunk: rows in logits (1, or verify_rows + 1 for a verify chunk)
+    std::vector<bf16> main_hidden;   // [n_logit_rows, targets * hidden] when requested (DSpark)
 };
 
 class ModelRunner {
