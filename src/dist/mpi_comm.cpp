@@ -6,9 +6,11 @@
 #include <mpi.h>
 #include <sched.h>
 
+#include <algorithm>
 #include <climits>
 #include <cstdlib>
 #include <cstring>
+#include <thread>
 #include <vector>
 
 #include "dist/comm_args.h"
@@ -19,9 +21,12 @@ namespace {
 
 // MPI counts and displacements are int: larger calls are split (uniform ones) or refused (the -v ones).
 constexpr size_t kMaxChunk = size_t{1} << 30;
-// Polls before the waiting rank starts yielding its core: on an oversubscribed node the peer we wait for
-// may need it, and a few hundred polls cover a fast shared-memory exchange.
-constexpr int kSpinsBeforeYield = 256;
+// When a waiting rank starts calling sched_yield between polls. Oversubscribed (more ranks on the node than
+// cores): after a few hundred polls, because the peer it waits for may need its core. Otherwise only after
+// a millisecond: yielding early hands the core to unrelated processes and costs tens of microseconds a
+// collective on a busy machine, as Open MPI's own blocking calls avoid by spinning.
+constexpr int kPollsBeforeYieldOversubscribed = 256;
+constexpr std::chrono::microseconds kSpinBeforeYield{1000};
 
 bool g_initialised_here = false;
 
@@ -35,7 +40,8 @@ std::string mpi_error_text(int code) {
 class MpiComm final : public Comm {
    public:
     // Takes ownership of `comm`, which already returns errors (MPI_ERRORS_RETURN).
-    MpiComm(MPI_Comm comm, std::chrono::milliseconds timeout) : comm_(comm), timeout_(timeout) {
+    MpiComm(MPI_Comm comm, std::chrono::milliseconds timeout, bool oversubscribed)
+        : comm_(comm), timeout_(timeout), oversubscribed_(oversubscribed) {
         MPI_Comm_rank(comm_, &rank_);
         MPI_Comm_size(comm_, &size_);
     }
@@ -167,7 +173,7 @@ class MpiComm final : public Comm {
         if (sub == MPI_COMM_NULL) return std::unique_ptr<Comm>();
         rc = MPI_Comm_set_errhandler(sub, MPI_ERRORS_RETURN);
         if (rc != MPI_SUCCESS) return fail("split", rc);
-        return std::unique_ptr<Comm>(std::make_unique<MpiComm>(sub, timeout_));
+        return std::unique_ptr<Comm>(std::make_unique<MpiComm>(sub, timeout_, oversubscribed_));
     }
 
    private:
@@ -188,18 +194,22 @@ class MpiComm final : public Comm {
 
     Status wait(const char* op, MPI_Request* request) {
         using Clock = std::chrono::steady_clock;
-        const Clock::time_point deadline = Clock::now() + timeout_;
+        const Clock::time_point start = Clock::now();
+        const Clock::time_point deadline = start + timeout_;
         for (int polls = 0;; ++polls) {
             int done = 0;
             const int rc = MPI_Test(request, &done, MPI_STATUS_IGNORE);
             if (rc != MPI_SUCCESS) return fail(op, rc);
             if (done) return Status::ok();
-            if (Clock::now() >= deadline) {
+            const Clock::time_point now = Clock::now();
+            if (now >= deadline) {
                 broken_ = error(StatusCode::kIoError, "{} on MPI rank {} of {} timed out after {} ms (a peer died, "
                                 "is stuck or called another collective)", op, rank_, size_, timeout_.count());
                 return broken_;
             }
-            if (polls >= kSpinsBeforeYield) sched_yield();
+            if (oversubscribed_ ? polls >= kPollsBeforeYieldOversubscribed : now - start >= kSpinBeforeYield) {
+                sched_yield();
+            }
         }
     }
 
@@ -240,6 +250,7 @@ class MpiComm final : public Comm {
     int rank_ = 0;
     int size_ = 1;
     std::chrono::milliseconds timeout_;
+    bool oversubscribed_;
     Status broken_;
     // The -v calls' int layouts; members because a non-blocking call reads them until it completes.
     std::vector<int> counts_a_, displs_a_, counts_b_, displs_b_;
@@ -283,7 +294,16 @@ Expected<std::unique_ptr<Comm>> init_mpi_comm(int* argc, char*** argv, const Mpi
     if (rc != MPI_SUCCESS) return error(StatusCode::kIoError, "MPI_Comm_dup: {}", mpi_error_text(rc));
     rc = MPI_Comm_set_errhandler(world, MPI_ERRORS_RETURN);
     if (rc != MPI_SUCCESS) return error(StatusCode::kIoError, "MPI_Comm_set_errhandler: {}", mpi_error_text(rc));
-    std::unique_ptr<Comm> comm = std::make_unique<MpiComm>(world, options.timeout);
+    // Ranks sharing this node against its cores (not this process's affinity: mpirun binds each of two
+    // ranks to one core, which is not oversubscription).
+    MPI_Comm node = MPI_COMM_NULL;
+    rc = MPI_Comm_split_type(world, MPI_COMM_TYPE_SHARED, 0, MPI_INFO_NULL, &node);
+    if (rc != MPI_SUCCESS) return error(StatusCode::kIoError, "MPI_Comm_split_type: {}", mpi_error_text(rc));
+    int ranks_on_node = 1;
+    MPI_Comm_size(node, &ranks_on_node);
+    MPI_Comm_free(&node);
+    const bool oversubscribed = ranks_on_node > static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
+    std::unique_ptr<Comm> comm = std::make_unique<MpiComm>(world, options.timeout, oversubscribed);
     if (options.lane_size <= 1) return comm;
     return make_two_level_comm(std::move(comm), {options.lane_size, options.lane_min_bytes});
 }
