@@ -268,8 +268,15 @@ TEST(LocalCommFailure, RejectsOverlapsAndWrongCountVectors) {
         EXPECT_NE(s.message().find("recv_counts has 2 entries, expected one per rank (3)"), std::string::npos)
             << s.to_string();
     }
-    auto null_buffer = run_local_ranks(1, [](Comm& comm) { return comm.all_reduce_sum(nullptr, 3); });
+    // A null bf16 buffer on rank 0: rank 1, already waiting with a valid one, must not wait 60 s.
+    auto null_buffer = run_local_ranks(2, [](Comm& comm) {
+        std::vector<bf16> data(3);
+        return comm.all_reduce_sum_bf16(comm.rank() == 0 ? nullptr : data.data(), data.size());
+    }, with_timeout(60s));
     EXPECT_EQ(null_buffer[0].code(), StatusCode::kInvalidArgument);
+    EXPECT_NE(null_buffer[0].message().find("data is null"), std::string::npos) << null_buffer[0].message();
+    EXPECT_NE(null_buffer[1].message().find("rank 0: all_reduce_sum: data is null"), std::string::npos)
+        << null_buffer[1].to_string();
 }
 
 TEST(LocalCommFailure, RankThatLeavesFailsItsWaitingPeers) {
