@@ -7,7 +7,7 @@
 #include <cstdio>
 #include <cstring>
 #include <functional>
-#include <numeric>
+#include <string>
 #include <thread>
 #include <vector>
 
@@ -23,6 +23,7 @@ struct BenchCommArgs {
     size_t latency_bytes = 8;
     int64_t timeout_ms = 300'000;
     int lanes = 1;
+    std::vector<std::string> ops;  // empty: every collective
     bool json = false;
 };
 
@@ -153,6 +154,7 @@ Status run_bench(dist::Comm& comm, const BenchCommArgs& args, std::vector<Row>* 
     std::vector<float> a(round_up(args.max_bytes) / sizeof(float) + 1, 0.0f);
     std::vector<float> b(a.size(), 0.0f);
     for (const Collective& op : collectives()) {
+        if (!args.ops.empty() && std::find(args.ops.begin(), args.ops.end(), op.name) == args.ops.end()) continue;
         std::vector<size_t> sizes = {round_up(args.latency_bytes)};
         if (std::strcmp(op.name, "barrier") != 0) {
             for (size_t s = args.min_bytes; s <= args.max_bytes; s *= 4) sizes.push_back(round_up(s));
@@ -201,6 +203,13 @@ int bench_comm(const BenchCommArgs& args) {
         fmt::print(stderr, "bench-comm: need 0 < --min-bytes <= --max-bytes\n");
         return 2;
     }
+    for (const std::string& name : args.ops) {
+        const auto known = collectives();
+        if (std::none_of(known.begin(), known.end(), [&](const Collective& c) { return name == c.name; })) {
+            fmt::print(stderr, "bench-comm: unknown collective '{}' in --ops\n", name);
+            return 2;
+        }
+    }
     dist::MpiOptions options;
     options.timeout = std::chrono::milliseconds(args.timeout_ms);
     options.lane_size = args.lanes;
@@ -243,6 +252,10 @@ Command make_bench_comm_command() {
             ->capture_default_str();
         sub->add_option("--lanes", args->lanes, "Two-level all-reduce over lanes of this many ranks (1: flat)")
             ->capture_default_str();
+        sub->add_option("--ops", args->ops,
+                        "Collectives to run (default all): barrier, broadcast, all_reduce_sum, all_gather, "
+                        "all_gather_v, reduce_scatter_sum, all_to_all")
+            ->delimiter(',');
         sub->add_flag("--json", args->json, "Print JSON instead of a table");
         sub->callback([args, exit_code] { *exit_code = bench_comm(*args); });
     }};
