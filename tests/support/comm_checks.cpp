@@ -113,20 +113,23 @@ bool check_all_reduce(Checker& c) {
 }
 
 // Random fp32 sums depend on the order of addition; tensor parallelism needs every rank to get the same bits.
+// Two sizes, because backends switch algorithms with the size (MpiComm: recursive doubling, then a ring).
 bool check_bitwise_agreement(Checker& c) {
-    const size_t count = 4099;
-    std::mt19937 rng(1234u + static_cast<unsigned>(c.me()));
-    std::normal_distribution<float> normal(0.0f, 1.0f);
-    std::vector<float> data(count);
-    for (auto& x : data) x = normal(rng);
-    if (!c.call(c.comm().all_reduce_sum(data.data(), count), "all_reduce_sum of random values")) return false;
-    std::vector<float> everyone(count * static_cast<size_t>(c.n()));
-    if (!c.call(c.comm().all_gather(data.data(), count * sizeof(float), everyone.data()), "all_gather of sums")) {
-        return false;
-    }
-    for (int r = 0; r < c.n(); ++r) {
-        c.expect_bytes(everyone.data() + count * static_cast<size_t>(r), everyone.data(), count * sizeof(float),
-                       fmt::format("random all_reduce_sum: rank {} vs rank 0", r));
+    for (size_t count : {size_t{4099}, size_t{40000}}) {
+        std::mt19937 rng(1234u + static_cast<unsigned>(c.me()));
+        std::normal_distribution<float> normal(0.0f, 1.0f);
+        std::vector<float> data(count);
+        for (auto& x : data) x = normal(rng);
+        const std::string what = fmt::format("all_reduce_sum of {} random values", count);
+        if (!c.call(c.comm().all_reduce_sum(data.data(), count), what)) return false;
+        std::vector<float> everyone(count * static_cast<size_t>(c.n()));
+        if (!c.call(c.comm().all_gather(data.data(), count * sizeof(float), everyone.data()), what + ": gather")) {
+            return false;
+        }
+        for (int r = 0; r < c.n(); ++r) {
+            c.expect_bytes(everyone.data() + count * static_cast<size_t>(r), everyone.data(), count * sizeof(float),
+                           fmt::format("{}: rank {} vs rank 0", what, r));
+        }
     }
     return true;
 }
