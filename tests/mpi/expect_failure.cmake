@@ -1,0 +1,35 @@
+# ctest driver for the dead-peer tests: runs the command after "--", and passes only if it exits non-zero
+# within MAX_SECONDS (a bound on a hang, not a speed assertion) and its output matches EXPECT_REGEX.
+# Usage: cmake -DMAX_SECONDS=60 -DEXPECT_REGEX=<regex> -P expect_failure.cmake -- <command> <args>...
+set(command)
+set(collect OFF)
+math(EXPR last "${CMAKE_ARGC} - 1")
+foreach(i RANGE ${last})
+  if(collect)
+    list(APPEND command "${CMAKE_ARGV${i}}")
+  elseif("${CMAKE_ARGV${i}}" STREQUAL "--")
+    set(collect ON)
+  endif()
+endforeach()
+if(NOT command)
+  message(FATAL_ERROR "expect_failure.cmake: no command after --")
+endif()
+
+string(TIMESTAMP start "%s")
+execute_process(COMMAND ${command} RESULT_VARIABLE result OUTPUT_VARIABLE out ERROR_VARIABLE out
+                TIMEOUT ${MAX_SECONDS})
+string(TIMESTAMP stop "%s")
+math(EXPR elapsed "${stop} - ${start}")
+message("${out}")
+message("exit: ${result}, elapsed: ${elapsed} s (bound ${MAX_SECONDS} s)")
+
+if(result MATCHES "timeout")
+  message(FATAL_ERROR "FAIL: still running after ${MAX_SECONDS} s: the surviving ranks hang")
+endif()
+if("${result}" STREQUAL "0")
+  message(FATAL_ERROR "FAIL: exit status 0 although a rank died")
+endif()
+if(NOT out MATCHES "${EXPECT_REGEX}")
+  message(FATAL_ERROR "FAIL: output does not match '${EXPECT_REGEX}'")
+endif()
+message("PASS")
