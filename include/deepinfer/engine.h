@@ -20,6 +20,9 @@ class Tokenizer;
 namespace model {
 struct ModelConfig;
 }
+namespace dist {
+class Comm;
+}
 
 struct EngineConfig {
     std::string model_dir;                  // empty: the built-in tiny checkpoint
@@ -33,6 +36,10 @@ struct EngineConfig {
     bool enable_prefix_caching = true;
     int max_waiting = 1024;                 // queued requests beyond this are refused (server: 429)
     int speculative_tokens = 0;             // DSpark drafts verified per step (0 = off, at most the block size)
+    // Multi-rank replica (launched by mpirun): attention heads over tp ranks, routed experts over ep ranks;
+    // the world size must equal max(tp, ep) and the smaller must divide it. Rank 0 runs the engine.
+    int tp = 1;
+    int ep = 1;
 };
 
 struct TokenLogprob {
@@ -82,7 +89,8 @@ class Engine {
    public:
     using Callback = std::function<void(const GenerationOutput&)>;
 
-    static Expected<std::unique_ptr<Engine>> create(const EngineConfig& config);
+    // `world`: the communicator of a multi-rank replica (this process is its rank 0); null for one rank.
+    static Expected<std::unique_ptr<Engine>> create(const EngineConfig& config, dist::Comm* world = nullptr);
     ~Engine();
     Engine(const Engine&) = delete;
     Engine& operator=(const Engine&) = delete;
@@ -114,5 +122,8 @@ class Engine {
     struct Impl;
     std::unique_ptr<Impl> impl_;
 };
+
+// Ranks > 0 of a multi-rank replica: load this rank's shard and replay rank 0's plans until it stops.
+Status run_engine_follower(const EngineConfig& config, dist::Comm& world);
 
 }  // namespace deepinfer

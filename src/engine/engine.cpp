@@ -12,6 +12,7 @@
 #include "core/log.h"
 #include "core/thread_pool.h"
 #include "engine/choice_state.h"
+#include "engine/parallel_setup.h"
 #include "engine/speculative.h"
 #include "model/model.h"
 #include "runner/model_runner.h"
@@ -32,6 +33,8 @@ struct Engine::Impl {
     std::unique_ptr<kv::KvPools> pools;
     std::unique_ptr<sched::Scheduler> scheduler;
     std::unique_ptr<runner::ModelRunner> runner;
+    engine::ParallelSetup parallel;
+    std::unique_ptr<runner::PlanBroadcaster> broadcaster;  // rank 0 of a multi-rank replica
     int64_t max_model_len = 0;
     sample::Scratch scratch;
 
@@ -62,7 +65,8 @@ struct Engine::Impl {
     bool step();
     void record_metrics();
     int64_t main_hidden_width() const;
-    void propose_drafts(ChoiceState& choice, sched::Sequence& seq, int64_t pos, const bf16* main_hidden);
+    void propose_drafts(ChoiceState& choice, sched::Sequence& seq, int64_t pos, int32_t main_hidden_row,
+                        const bf16* main_hidden);
     static void merge_event(GenerationOutput& into, const GenerationOutput& ev);
 };
 
@@ -84,7 +88,8 @@ void Engine::Impl::merge_event(GenerationOutput& into, const GenerationOutput& e
     into.completion_tokens = ev.completion_tokens;
 }
 
-void Engine::Impl::propose_drafts(ChoiceState& ch, sched::Sequence& seq, int64_t pos, const bf16* main_hidden) {
+void Engine::Impl::propose_drafts(ChoiceState& ch, sched::Sequence& seq, int64_t pos, int32_t main_hidden_row,
+                                  const bf16* main_hidden) {
     const model::ModelConfig& c = model->config();
     const SamplingParams& p = ch.request->request.params;
     // No more drafts than the remaining budget of tokens and context can use.
@@ -93,6 +98,7 @@ void Engine::Impl::propose_drafts(ChoiceState& ch, sched::Sequence& seq, int64_t
     k = static_cast<int>(std::min<int64_t>(k, max_model_len - static_cast<int64_t>(seq.tokens.size()) - 1));
     if (k <= 0) return;
     model::DraftRequest req;
+    req.seq_id = seq.id;
     req.cache = &seq.cache;
     req.pos = pos;
     req.sampled_token = ch.output.back();
@@ -100,7 +106,7 @@ void Engine::Impl::propose_drafts(ChoiceState& ch, sched::Sequence& seq, int64_t
     req.temperature = p.temperature;
     req.seed = ch.rng.seed() ^ (static_cast<uint64_t>(ch.output.size()) * 0x9e3779b97f4a7c15ull) ^ ch.index;
     model::DraftOutput d;
-    Status s = model->draft(*pools, req, &d);
+    Status s = runner->draft(req, main_hidden_row, &d);
     if (!s.is_ok()) {
         log::warn("engine: draft failed for {}: {}", ch.request->request.id, s.to_string());
         return;
@@ -111,15 +117,59 @@ void Engine::Impl::propose_drafts(ChoiceState& ch, sched::Sequence& seq, int64_t
 
 Engine::Engine() : impl_(std::make_unique<Impl>()) {}
 
-Engine::~Engine() { stop(false); }
+Engine::~Engine() {
+    stop(false);
+    if (impl_->broadcaster) {
+        Status s = impl_->broadcaster->shutdown();
+        if (!s.is_ok()) log::error("engine: could not stop the other ranks: {}", s.to_string());
+    }
+}
 
-Expected<std::unique_ptr<Engine>> Engine::create(const EngineConfig& config) {
+namespace {
+
+// KV pool sizes from the config: the window pool holds every running sequence's window plus one prefill
+// chunk; the compressed pool takes the rest of the memory (or num_kv_blocks).
+Expected<runner::PoolGeometry> pool_geometry(const EngineConfig& config, const model::ModelConfig& c,
+                                             const kv::CacheLayout& layout) {
+    runner::PoolGeometry g;
+    g.block_tokens = config.block_tokens;
+    const int64_t T = config.block_tokens;
+    const int64_t per_seq = (c.sliding_window + T - 1) / T + 2;
+    g.window_blocks = static_cast<int32_t>(config.max_num_seqs * per_seq + (config.max_num_batched_tokens + T - 1) / T + 4);
+    int64_t compressed_blocks = config.num_kv_blocks;
+    if (compressed_blocks <= 0) {
+        int64_t memory = config.kv_cache_memory > 0 ? config.kv_cache_memory : (int64_t{1} << 30);
+        int64_t left = memory - int64_t{g.window_blocks} * static_cast<int64_t>(layout.window_block_bytes);
+        if (left <= 0)
+            return invalid_argument("--kv-cache-memory {} bytes cannot hold the window rings of {} sequences ({} bytes)",
+                                    memory, config.max_num_seqs, int64_t{g.window_blocks} * layout.window_block_bytes);
+        compressed_blocks = layout.compressed_block_bytes > 0
+                                ? std::max<int64_t>(1, left / static_cast<int64_t>(layout.compressed_block_bytes))
+                                : int64_t{1} << 20;
+        compressed_blocks = std::min<int64_t>(compressed_blocks, int64_t{1} << 22);
+    }
+    g.compressed_blocks = layout.sources.empty() ? 1 : static_cast<int32_t>(compressed_blocks);
+    return g;
+}
+
+}  // namespace
+
+Status run_engine_follower(const EngineConfig& config, dist::Comm& world) {
+    ThreadPool::set_global_threads(config.threads);
+    DI_ASSIGN_OR_RETURN(std::string dir, tiny::resolve_model_dir(config.model_dir));
+    DI_ASSIGN_OR_RETURN(engine::ParallelSetup setup, engine::make_parallel_setup(config, &world));
+    DI_ASSIGN_OR_RETURN(auto model, model::Model::load(dir, false, setup.plan));
+    return runner::follow_plans(world, *model);
+}
+
+Expected<std::unique_ptr<Engine>> Engine::create(const EngineConfig& config, dist::Comm* world) {
     std::unique_ptr<Engine> e(new Engine());
     Impl& m = *e->impl_;
     m.config = config;
     ThreadPool::set_global_threads(config.threads);
     DI_ASSIGN_OR_RETURN(m.model_dir, tiny::resolve_model_dir(config.model_dir));
-    DI_ASSIGN_OR_RETURN(m.model, model::Model::load(m.model_dir));
+    DI_ASSIGN_OR_RETURN(m.parallel, engine::make_parallel_setup(config, world));
+    DI_ASSIGN_OR_RETURN(m.model, model::Model::load(m.model_dir, true, m.parallel.plan));
     DI_ASSIGN_OR_RETURN(auto tok, tokenizer::Tokenizer::load_file(m.model_dir + "/tokenizer.json"));
     m.tok.emplace(std::move(tok));
     m.model_name = config.model_dir.empty() ? "deepinfer-tiny" : m.model_dir;
@@ -127,24 +177,14 @@ Expected<std::unique_ptr<Engine>> Engine::create(const EngineConfig& config) {
     if (config.block_tokens <= 0 || config.block_tokens % 2 != 0)
         return invalid_argument("--block-tokens must be a positive even number, got {}", config.block_tokens);
     kv::CacheLayout layout = model::make_cache_layout(c, config.block_tokens);
-    // Window pool: every running sequence holds the blocks its window and one prefill chunk span.
+    DI_ASSIGN_OR_RETURN(runner::PoolGeometry geometry, pool_geometry(config, c, layout));
     const int64_t T = config.block_tokens;
-    const int64_t per_seq = (c.sliding_window + T - 1) / T + 2;
-    const int64_t window_blocks = config.max_num_seqs * per_seq + (config.max_num_batched_tokens + T - 1) / T + 4;
-    int64_t compressed_blocks = config.num_kv_blocks;
-    if (compressed_blocks <= 0) {
-        int64_t memory = config.kv_cache_memory > 0 ? config.kv_cache_memory : (int64_t{1} << 30);
-        int64_t left = memory - window_blocks * static_cast<int64_t>(layout.window_block_bytes);
-        if (left <= 0)
-            return invalid_argument("--kv-cache-memory {} bytes cannot hold the window rings of {} sequences ({} bytes)",
-                                    memory, config.max_num_seqs, window_blocks * layout.window_block_bytes);
-        compressed_blocks = layout.compressed_block_bytes > 0
-                                ? std::max<int64_t>(1, left / static_cast<int64_t>(layout.compressed_block_bytes))
-                                : int64_t{1} << 20;
-        compressed_blocks = std::min<int64_t>(compressed_blocks, int64_t{1} << 22);
+    const int64_t window_blocks = geometry.window_blocks, compressed_blocks = geometry.compressed_blocks;
+    m.pools = std::make_unique<kv::KvPools>(layout, geometry.window_blocks, geometry.compressed_blocks);
+    if (world && world->size() > 1) {
+        m.broadcaster = std::make_unique<runner::PlanBroadcaster>(*world, *m.model, *m.pools);
+        DI_RETURN_IF_ERROR(m.broadcaster->send_geometry(geometry));
     }
-    m.pools = std::make_unique<kv::KvPools>(layout, static_cast<int32_t>(window_blocks),
-                                            layout.sources.empty() ? 1 : static_cast<int32_t>(compressed_blocks));
     const int64_t pool_tokens = layout.sources.empty() ? c.max_position_embeddings : compressed_blocks * T - 1;
     m.max_model_len = std::min<int64_t>(c.max_position_embeddings, pool_tokens);
     if (config.max_model_len > 0) {
@@ -165,7 +205,7 @@ Expected<std::unique_ptr<Engine>> Engine::create(const EngineConfig& config) {
     sc.max_num_batched_tokens = config.max_num_batched_tokens;
     sc.enable_prefix_caching = config.enable_prefix_caching;
     m.scheduler = std::make_unique<sched::Scheduler>(sc, *m.pools);
-    m.runner = std::make_unique<runner::ModelRunner>(*m.model, *m.pools);
+    m.runner = std::make_unique<runner::ModelRunner>(*m.model, *m.pools, m.broadcaster.get());
     log::info("engine: {} ({} layers), KV pools: {} window blocks x {:.1f} KB, {} compressed blocks x {:.1f} KB, "
               "max model len {}, {} threads", m.model_dir, c.num_hidden_layers, window_blocks,
               layout.window_block_bytes / 1e3, m.pools->compressed.capacity(), layout.compressed_block_bytes / 1e3,
@@ -243,6 +283,7 @@ void Engine::Impl::admit(std::unique_ptr<RequestState> state) {
 
 void Engine::Impl::finish_choice(ChoiceState& choice) {
     scheduler->finish(choice.seq_id);
+    runner->release(choice.seq_id);
     choice_of_seq.erase(choice.seq_id);
     RequestState& r = *choice.request;
     if (++r.n_finished == static_cast<int>(r.choices.size())) {
@@ -260,6 +301,7 @@ void Engine::Impl::abort_request(const std::string& id) {
         if (ch.finished) continue;
         ch.finished = true;
         scheduler->finish(ch.seq_id);
+        runner->release(ch.seq_id);
         choice_of_seq.erase(ch.seq_id);
         GenerationOutput ev;
         ev.request_id = id;
@@ -402,7 +444,7 @@ bool Engine::Impl::step() {
         if (!ch.finished && config.speculative_tokens > 0 && r.request.forced_output.empty()) {
             const int64_t draft_pos = base_len - 1 + last_row;
             const bf16* hidden = ro.main_hidden.data() + static_cast<size_t>(ro.logit_of[i] + last_row) * main_hidden_width();
-            propose_drafts(ch, *seq, draft_pos, hidden);
+            propose_drafts(ch, *seq, draft_pos, ro.logit_of[i] + last_row, hidden);
         }
         r.callback(event);
         if (ch.finished) finish_choice(ch);

@@ -16,6 +16,7 @@ Status ModelRunner::run(const sched::SchedulerOutput& out, const std::function<s
         const sched::ScheduledChunk& c = out.chunks[i];
         sched::Sequence* seq = lookup(c.seq_id);
         model::SeqChunk chunk;
+        chunk.seq_id = c.seq_id;
         chunk.cache = &seq->cache;
         chunk.start_pos = c.start_pos;
         chunk.row_begin = row;
@@ -38,10 +39,14 @@ Status ModelRunner::run(const sched::SchedulerOutput& out, const std::function<s
     batch.dspark_rings = dspark;
     batch.want_main_hidden = dspark;
     model::ForwardOutput fo;
-    DI_RETURN_IF_ERROR(model_.forward(pools_, batch, &fo));
+    DI_RETURN_IF_ERROR(broadcaster_ ? broadcaster_->forward(batch, &fo) : model_.forward(pools_, batch, &fo));
     result->logits = std::move(fo.logits);
     result->main_hidden = std::move(fo.main_hidden);
     return Status::ok();
+}
+
+Status ModelRunner::draft(const model::DraftRequest& request, int32_t main_hidden_row, model::DraftOutput* out) {
+    return broadcaster_ ? broadcaster_->draft(request, main_hidden_row, out) : model_.draft(pools_, request, out);
 }
 
 }  // namespace deepinfer::runner

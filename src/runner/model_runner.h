@@ -6,6 +6,7 @@
 #include <vector>
 
 #include "model/model.h"
+#include "runner/step_plan.h"
 #include "sched/scheduler.h"
 
 namespace deepinfer::runner {
@@ -19,14 +20,22 @@ struct RunnerOutput {
 
 class ModelRunner {
    public:
-    ModelRunner(model::Model& model, kv::KvPools& pools) : model_(model), pools_(pools) {}
+    // With a broadcaster (rank 0 of a multi-rank replica), every model call is sent to the other ranks first.
+    ModelRunner(model::Model& model, kv::KvPools& pools, PlanBroadcaster* broadcaster = nullptr)
+        : model_(model), pools_(pools), broadcaster_(broadcaster) {}
 
     Status run(const sched::SchedulerOutput& out, const std::function<sched::Sequence*(int64_t)>& lookup,
                bool dspark, RunnerOutput* result);
+    // A DSpark pass from row `main_hidden_row` of the last run's main_hidden.
+    Status draft(const model::DraftRequest& request, int32_t main_hidden_row, model::DraftOutput* out);
+    void release(int64_t seq_id) {
+        if (broadcaster_) broadcaster_->release(seq_id);
+    }
 
    private:
     model::Model& model_;
     kv::KvPools& pools_;
+    PlanBroadcaster* broadcaster_;
 };
 
 }  // namespace deepinfer::runner
