@@ -40,6 +40,7 @@ struct EngineConfig {
     // the world size must equal max(tp, ep) and the smaller must divide it. Rank 0 runs the engine.
     int tp = 1;
     int ep = 1;
+    bool engram_shared_memory = true;       // multi-rank: one copy of the Engram tables per host (POSIX shm)
 };
 
 struct TokenLogprob {

@@ -3,6 +3,8 @@
 
 #include <algorithm>
 
+#include "dist/host_shm.h"
+
 namespace deepinfer::engine {
 
 Expected<ParallelSetup> make_parallel_setup(const EngineConfig& c, dist::Comm* world) {
@@ -26,6 +28,10 @@ Expected<ParallelSetup> make_parallel_setup(const EngineConfig& c, dist::Comm* w
         s.plan.ep_size = c.ep;
         s.plan.ep_rank = s.ep_comm->rank();
         s.plan.ep = s.ep_comm.get();
+    }
+    if (c.engram_shared_memory) {
+        DI_ASSIGN_OR_RETURN(s.host_comm, dist::split_by_host(*world));
+        s.plan.host = s.host_comm.get();
     }
     return s;
 }

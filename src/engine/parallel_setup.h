@@ -11,7 +11,7 @@
 namespace deepinfer::engine {
 
 struct ParallelSetup {
-    std::unique_ptr<dist::Comm> tp_comm, ep_comm;
+    std::unique_ptr<dist::Comm> tp_comm, ep_comm, host_comm;
     model::ParallelPlan plan;
 };
 

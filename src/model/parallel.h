@@ -14,6 +14,8 @@ struct ParallelPlan {
     int ep_size = 1, ep_rank = 0;
     dist::Comm* tp = nullptr;  // the TP group; null when tp_size == 1
     dist::Comm* ep = nullptr;  // the EP group; null when ep_size == 1 (may be the same object as tp)
+    // The ranks of this host: when set, the Engram tables are loaded once per host into shared memory.
+    dist::Comm* host = nullptr;
 
     bool single() const { return tp_size == 1 && ep_size == 1; }
 };

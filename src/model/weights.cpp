@@ -2,6 +2,9 @@
 #include "model/weights.h"
 
 #include <fmt/format.h>
+#include <unistd.h>
+
+#include <cstring>
 
 #include "core/check.h"
 #include "core/log.h"
@@ -143,9 +146,23 @@ Expected<std::unique_ptr<ModelWeights>> bind_weights(const ModelConfig& c, std::
         B.shared_w3 = bind.fp8(P + ".ffn.shared_experts.w3");
         if (role.engram) {
             const auto& table = bind.get(P + ".engram.embed.weight");
+            const auto& scale = bind.get(P + ".engram.embed.scale");
             B.engram_table = table.data;
             B.engram_rows = table.shape[0];
-            B.engram_scale = bind.ptr<uint8_t>(P + ".engram.embed.scale");
+            B.engram_scale = scale.data;
+            if (plan.host && plan.host->size() > 1) {
+                // One copy per host (spec: ~200 GB of tables): the host's first rank fills shared memory.
+                int64_t leader_pid = getpid();
+                DI_RETURN_IF_ERROR(plan.host->broadcast(&leader_pid, sizeof(leader_pid), 0));
+                for (const auto* t : {&table, &scale}) {
+                    const std::string key = fmt::format("{}-engram-{}-{}", leader_pid, b, t == &table ? "table" : "scale");
+                    DI_ASSIGN_OR_RETURN(auto region, dist::share_on_host(*plan.host, key, t->nbytes, [&](uint8_t* dst) {
+                                            std::memcpy(dst, t->data, t->nbytes);
+                                        }));
+                    (t == &table ? B.engram_table : B.engram_scale) = region->data();
+                    w->shared.push_back(std::move(region));
+                }
+            }
             B.engram_wkv = bind.fp8(P + ".engram.wkv");
             B.engram_q_weight = bind.ptr<bf16>(P + ".engram.q_weight");
             B.engram_k_weight = bind.ptr<bf16>(P + ".engram.k_weight");

@@ -10,6 +10,7 @@
 #include "backend/kernels.h"
 #include "loader/safetensors.h"
 #include "model/config.h"
+#include "dist/host_shm.h"
 #include "model/parallel.h"
 
 namespace deepinfer::model {
@@ -75,6 +76,7 @@ struct ModelWeights {
     std::vector<std::vector<bf16>> owned;           // load-time transformed tensors (wo_a)
     std::vector<std::vector<uint8_t>> owned_bytes;  // repacked shards (wo_b column slices under TP)
     std::unique_ptr<loader::TensorStore> store;
+    std::vector<std::unique_ptr<dist::SharedRegion>> shared;  // Engram tables shared by the host's ranks
 };
 
 struct LoadProgress {

@@ -1,4 +1,4 @@
-"""Expert and tensor parallelism over real MPI processes: `mpirun -np N deepinfer generate --tp/--ep` gives
+"""Expert and tensor parallelism over real MPI processes (Engram tables shared per host): `mpirun -np N deepinfer generate --tp/--ep` gives
 the same greedy tokens as one rank and teacher-forced logits within tolerance (partial sums are added in
 another order), and a bad split is refused on every rank with a clear error instead of a hang."""
 import json
@@ -50,6 +50,10 @@ def main():
             print(f"{tag}: worst cosine {worst:.6f}, top-1 {top1}/{len(ref_logits)}, greedy equal {tokens == ref_tokens}")
             if worst < 0.999 or top1 != len(ref_logits) or tokens != ref_tokens:
                 failures.append(tag)
+        # The Engram tables went through one shared-memory segment per host; none may be left behind.
+        left = [f for f in os.listdir("/dev/shm") if f.startswith("deepinfer-")]
+        if left:
+            failures.append("shared memory left behind: " + ", ".join(left))
         bad = run(2, ["--tp", "3", "--max-tokens", "2"])
         if bad.returncode == 0 or "--tp 3" not in bad.stderr:
             failures.append("bad split not refused: " + bad.stderr[-500:])
