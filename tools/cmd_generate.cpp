@@ -185,6 +185,7 @@ void add_engine_options(CLI::App* sub, EngineConfig* c) {
     sub->add_option("--speculative-tokens", c->speculative_tokens, "DSpark drafts verified per step (0 = off)");
     sub->add_option("--tp", c->tp, "Tensor-parallel ranks for attention (under mpirun)");
     sub->add_option("--ep", c->ep, "Expert-parallel ranks for the routed experts (under mpirun)");
+    sub->add_option("--dp", c->dp, "DP attention over this many ranks, experts split over the same ranks (under mpirun)");
     sub->add_flag("!--no-engram-shm", c->engram_shared_memory,
                   "Multi-rank: read the Engram tables from the mapped checkpoint instead of one shared copy per host");
 }

@@ -9,7 +9,7 @@
 namespace deepinfer::cli {
 
 int run_with_ranks(const EngineConfig& config, const std::function<int(dist::Comm* world)>& rank0) {
-    if (env::mpi_launcher_world_size() <= 1 && config.tp == 1 && config.ep == 1) return rank0(nullptr);
+    if (env::mpi_launcher_world_size() <= 1 && config.tp == 1 && config.ep == 1 && config.dp == 1) return rank0(nullptr);
     auto world = dist::init_mpi_comm(nullptr, nullptr);
     if (!world) {
         fmt::print(stderr, "error: {}\n", world.status().message());

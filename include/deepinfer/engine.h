@@ -40,6 +40,9 @@ struct EngineConfig {
     // the world size must equal max(tp, ep) and the smaller must divide it. Rank 0 runs the engine.
     int tp = 1;
     int ep = 1;
+    // DP attention instead: each of dp ranks runs its own sequences (its own KV), the routed experts are
+    // split over the same ranks (ep = dp); rank 0 schedules every rank's batch.
+    int dp = 1;
     bool engram_shared_memory = true;       // multi-rank: one copy of the Engram tables per host (POSIX shm)
 };
 

@@ -30,8 +30,12 @@ struct Engine::Impl {
     std::string model_dir, model_name;
     std::unique_ptr<model::Model> model;
     std::optional<tokenizer::Tokenizer> tok;
-    std::unique_ptr<kv::KvPools> pools;
-    std::unique_ptr<sched::Scheduler> scheduler;
+    std::unique_ptr<kv::KvPools> pools;  // this rank's KV
+    // One scheduler per DP rank (one without DP attention); DP ranks > 0 are accounted in shadow pools here
+    // (same geometry, never touched: their records live on their rank).
+    std::vector<std::unique_ptr<sched::Scheduler>> schedulers;
+    std::vector<std::unique_ptr<kv::KvPools>> shadow_pools;
+    std::map<int64_t, int> dp_of_seq;
     std::unique_ptr<runner::ModelRunner> runner;
     engine::ParallelSetup parallel;
     std::unique_ptr<runner::PlanBroadcaster> broadcaster;  // rank 0 of a multi-rank replica
@@ -58,6 +62,14 @@ struct Engine::Impl {
     mutable std::mutex metrics_mutex;
     EngineMetrics metrics;
 
+    sched::Scheduler& sched_of(int64_t seq_id) { return *schedulers[dp_of_seq.at(seq_id)]; }
+    bool has_work() const {
+        for (const auto& sc : schedulers)
+            if (sc->has_work()) return true;
+        return false;
+    }
+    void process_output(int dp, const sched::SchedulerOutput& out, runner::RunnerOutput& ro, int64_t* new_prompt_tokens,
+                        int64_t* new_gen, int64_t* drafted, int64_t* accepted_total);
     void drain_inbox();
     void admit(std::unique_ptr<RequestState> state);
     void abort_request(const std::string& id);
@@ -197,6 +209,9 @@ Expected<std::unique_ptr<Engine>> Engine::create(const EngineConfig& config, dis
         config.speculative_tokens > std::max(0, c.dspark_block_size))
         return invalid_argument("--speculative-tokens {}: the checkpoint drafts at most {} tokens{}", config.speculative_tokens,
                                 c.has_dspark() ? c.dspark_block_size : 0, c.has_dspark() ? "" : " (no DSpark blocks)");
+    if (config.dp > 1 && config.speculative_tokens > 0)
+        return invalid_argument("--speculative-tokens with --dp {}: drafting under DP attention is not supported; "
+                                "use --tp/--ep or one rank", config.dp);
     if (config.speculative_tokens > 0 && config.max_num_batched_tokens < int64_t{config.max_num_seqs} * (config.speculative_tokens + 1))
         log::warn("engine: --max-num-batched-tokens {} is below max-num-seqs x (speculative tokens + 1); verify chunks "
                   "that do not fit wait a step", config.max_num_batched_tokens);
@@ -204,7 +219,11 @@ Expected<std::unique_ptr<Engine>> Engine::create(const EngineConfig& config, dis
     sc.max_num_seqs = config.max_num_seqs;
     sc.max_num_batched_tokens = config.max_num_batched_tokens;
     sc.enable_prefix_caching = config.enable_prefix_caching;
-    m.scheduler = std::make_unique<sched::Scheduler>(sc, *m.pools);
+    m.schedulers.push_back(std::make_unique<sched::Scheduler>(sc, *m.pools));
+    for (int d = 1; d < config.dp; ++d) {
+        m.shadow_pools.push_back(std::make_unique<kv::KvPools>(layout, geometry.window_blocks, geometry.compressed_blocks));
+        m.schedulers.push_back(std::make_unique<sched::Scheduler>(sc, *m.shadow_pools.back()));
+    }
     m.runner = std::make_unique<runner::ModelRunner>(*m.model, *m.pools, m.broadcaster.get());
     log::info("engine: {} ({} layers), KV pools: {} window blocks x {:.1f} KB, {} compressed blocks x {:.1f} KB, "
               "max model len {}, {} threads", m.model_dir, c.num_hidden_layers, window_blocks,
@@ -254,6 +273,16 @@ void Engine::Impl::admit(std::unique_ptr<RequestState> state) {
     RequestState& r = *state;
     const int n = r.request.params.n;
     const uint64_t seed = sample::RequestRng::from_seed(r.request.params.seed).seed();
+    // DP attention: the least loaded rank takes every choice of the request.
+    int dp = 0;
+    int64_t least = INT64_MAX;
+    for (size_t d = 0; d < schedulers.size(); ++d) {
+        sched::SchedulerStats st = schedulers[d]->stats();
+        if (st.running + st.waiting < least) {
+            least = st.running + st.waiting;
+            dp = static_cast<int>(d);
+        }
+    }
     r.choices.reserve(n);
     for (int i = 0; i < n; ++i) {
         r.choices.emplace_back(seed, i);
@@ -262,11 +291,13 @@ void Engine::Impl::admit(std::unique_ptr<RequestState> state) {
         ch.detok.emplace(*tok, r.request.params.skip_special_tokens);
         ch.seq_id = next_seq_id++;
         auto seq = std::make_unique<sched::Sequence>(ch.seq_id, r.request.prompt, pools->layout);
-        if (!scheduler->add(std::move(seq))) {
+        dp_of_seq[ch.seq_id] = dp;
+        if (!schedulers[dp]->add(std::move(seq))) {
             // Too long for the KV pool: refuse this request without touching others.
             for (auto& done : r.choices) {
-                if (&done != &ch) scheduler->finish(done.seq_id);
+                if (&done != &ch) schedulers[dp]->finish(done.seq_id);
                 choice_of_seq.erase(done.seq_id);
+                dp_of_seq.erase(done.seq_id);
             }
             GenerationOutput ev;
             ev.request_id = r.request.id;
@@ -282,9 +313,10 @@ void Engine::Impl::admit(std::unique_ptr<RequestState> state) {
 }
 
 void Engine::Impl::finish_choice(ChoiceState& choice) {
-    scheduler->finish(choice.seq_id);
+    sched_of(choice.seq_id).finish(choice.seq_id);
     runner->release(choice.seq_id);
     choice_of_seq.erase(choice.seq_id);
+    dp_of_seq.erase(choice.seq_id);
     RequestState& r = *choice.request;
     if (++r.n_finished == static_cast<int>(r.choices.size())) {
         std::lock_guard<std::mutex> lock(metrics_mutex);
@@ -300,9 +332,10 @@ void Engine::Impl::abort_request(const std::string& id) {
     for (auto& ch : r.choices) {
         if (ch.finished) continue;
         ch.finished = true;
-        scheduler->finish(ch.seq_id);
+        sched_of(ch.seq_id).finish(ch.seq_id);
         runner->release(ch.seq_id);
         choice_of_seq.erase(ch.seq_id);
+        dp_of_seq.erase(ch.seq_id);
         GenerationOutput ev;
         ev.request_id = id;
         ev.index = ch.index;
@@ -347,46 +380,70 @@ bool Engine::Impl::step() {
     // Drafts proposed last step join their sequences as unverified rows.
     for (auto& [seq_id, ch] : choice_of_seq) {
         if (ch->drafts.empty() || ch->drafts_appended) continue;
-        sched::Sequence* seq = scheduler->get(seq_id);
-        for (int32_t d : ch->drafts) scheduler->append_token(seq_id, d);
+        sched::Scheduler& sc = sched_of(seq_id);
+        sched::Sequence* seq = sc.get(seq_id);
+        for (int32_t d : ch->drafts) sc.append_token(seq_id, d);
         seq->verify_rows = static_cast<int32_t>(ch->drafts.size());
         ch->drafts_appended = true;
     }
-    sched::SchedulerOutput out = scheduler->schedule();
-    for (int64_t id : out.preempted)  // the scheduler dropped their unverified rows
-        if (auto it = choice_of_seq.find(id); it != choice_of_seq.end()) {
-            it->second->drafts.clear();
-            it->second->draft_logits.clear();
-            it->second->drafts_appended = false;
-        }
-    if (out.empty()) {
+    const int D = static_cast<int>(schedulers.size());
+    std::vector<sched::SchedulerOutput> outs(D);
+    bool any = false;
+    for (int d = 0; d < D; ++d) {
+        outs[d] = schedulers[d]->schedule();
+        any = any || !outs[d].empty();
+        for (int64_t id : outs[d].preempted)  // the scheduler dropped their unverified rows
+            if (auto it = choice_of_seq.find(id); it != choice_of_seq.end()) {
+                it->second->drafts.clear();
+                it->second->draft_logits.clear();
+                it->second->drafts_appended = false;
+            }
+    }
+    if (!any) {
         std::lock_guard<std::mutex> lock(metrics_mutex);
         record_metrics();
         return false;
     }
-    runner::RunnerOutput ro;
-    Status s = runner->run(out, [&](int64_t id) { return scheduler->get(id); }, config.speculative_tokens > 0, &ro);
+    std::vector<runner::RunnerOutput> ros(D);
+    auto lookup = [&](int64_t id) { return sched_of(id).get(id); };
+    Status s = D == 1 ? runner->run(outs[0], lookup, config.speculative_tokens > 0, &ros[0]) : runner->run_dp(outs, lookup, &ros);
     if (!s.is_ok()) {
         // A failed forward is an internal error: fail the affected requests, keep serving.
         log::error("engine: forward failed: {}", s.to_string());
         std::vector<std::string> ids;
-        for (const auto& c : out.chunks)
-            if (auto it = choice_of_seq.find(c.seq_id); it != choice_of_seq.end()) ids.push_back(it->second->request->request.id);
+        for (const auto& out : outs)
+            for (const auto& c : out.chunks)
+                if (auto it = choice_of_seq.find(c.seq_id); it != choice_of_seq.end()) ids.push_back(it->second->request->request.id);
         for (const auto& id : ids) abort_request(id);
         return true;
     }
-    scheduler->on_chunks_done(out);
+    int64_t new_prompt_tokens = 0, new_gen = 0, drafted = 0, accepted_total = 0;
+    for (int d = 0; d < D; ++d) {
+        schedulers[d]->on_chunks_done(outs[d]);
+        process_output(d, outs[d], ros[d], &new_prompt_tokens, &new_gen, &drafted, &accepted_total);
+    }
+    std::lock_guard<std::mutex> lock(metrics_mutex);
+    metrics.prompt_tokens += new_prompt_tokens;
+    metrics.generation_tokens += new_gen;
+    metrics.spec_draft_tokens += drafted;
+    metrics.spec_accepted_tokens += accepted_total;
+    record_metrics();
+    return true;
+}
+
+// Sampling and outputs of the chunks one scheduler ran.
+void Engine::Impl::process_output(int dp, const sched::SchedulerOutput& out, runner::RunnerOutput& ro,
+                                  int64_t* new_prompt_tokens, int64_t* new_gen, int64_t* drafted, int64_t* accepted_total) {
+    sched::Scheduler& sc = *schedulers[dp];
     const model::ModelConfig& c = model->config();
     const auto now = std::chrono::steady_clock::now();
-    int64_t new_prompt_tokens = 0, new_gen = 0;
-    int64_t drafted = 0, accepted_total = 0;
     for (size_t i = 0; i < out.chunks.size(); ++i) {
         const auto& chunk = out.chunks[i];
         auto it = choice_of_seq.find(chunk.seq_id);
         if (it == choice_of_seq.end()) continue;
         ChoiceState& ch = *it->second;
-        sched::Sequence* seq = scheduler->get(chunk.seq_id);
-        new_prompt_tokens += std::max<int64_t>(0, std::min<int64_t>(seq->n_prompt, chunk.start_pos + chunk.n_tokens) - chunk.start_pos);
+        sched::Sequence* seq = sc.get(chunk.seq_id);
+        *new_prompt_tokens += std::max<int64_t>(0, std::min<int64_t>(seq->n_prompt, chunk.start_pos + chunk.n_tokens) - chunk.start_pos);
         if (ro.logit_of[i] < 0) continue;
         const int32_t rows = ro.logit_count[i];
         const int32_t k = rows - 1;  // drafts being verified (0 for a plain chunk)
@@ -407,21 +464,21 @@ bool Engine::Impl::step() {
             const int64_t seq_len = base_len + row + 1;
             GenerationOutput ev = engine::advance(ch, tok, c.eos_token_id, seq_len, max_model_len, logits, c.vocab_size);
             merge_event(event, ev);
-            ++new_gen;
+            ++*new_gen;
             if (!accept) break;
             ++accepted;
         }
         if (k > 0) {
             // Keep the verified positions (the row before the drafts and the accepted drafts); drop the rest.
-            scheduler->truncate(ch.seq_id, base_len + accepted);
+            sc.truncate(ch.seq_id, base_len + accepted);
             seq->verify_rows = 0;
-            drafted += k;
-            accepted_total += accepted;
+            *drafted += k;
+            *accepted_total += accepted;
         }
         ch.drafts.clear();
         ch.draft_logits.clear();
         ch.drafts_appended = false;
-        if (!ch.finished) scheduler->append_token(ch.seq_id, ch.output.back());
+        if (!ch.finished) sc.append_token(ch.seq_id, ch.output.back());
         RequestState& r = *ch.request;
         {
             std::lock_guard<std::mutex> lock(metrics_mutex);
@@ -449,27 +506,25 @@ bool Engine::Impl::step() {
         r.callback(event);
         if (ch.finished) finish_choice(ch);
     }
-    std::lock_guard<std::mutex> lock(metrics_mutex);
-    metrics.prompt_tokens += new_prompt_tokens;
-    metrics.generation_tokens += new_gen;
-    metrics.spec_draft_tokens += drafted;
-    metrics.spec_accepted_tokens += accepted_total;
-    record_metrics();
-    return true;
 }
 
 // Scheduler state copied for readers on other threads (caller holds metrics_mutex).
 void Engine::Impl::record_metrics() {
-    sched::SchedulerStats s = scheduler->stats();
-    metrics.waiting = s.waiting;
-    metrics.running = s.running;
-    metrics.kv_blocks_used = s.compressed_blocks_used;
-    metrics.kv_blocks_total = s.compressed_blocks_total;
-    metrics.window_blocks_used = s.window_blocks_used;
-    metrics.window_blocks_total = s.window_blocks_total;
-    metrics.preemptions = s.preemptions;
-    metrics.prefix_query_tokens = s.prefix_query_tokens;
-    metrics.prefix_hit_tokens = s.prefix_hit_tokens;
+    metrics.waiting = metrics.running = metrics.kv_blocks_used = metrics.kv_blocks_total = 0;
+    metrics.window_blocks_used = metrics.window_blocks_total = metrics.preemptions = 0;
+    metrics.prefix_query_tokens = metrics.prefix_hit_tokens = 0;
+    for (const auto& sc : schedulers) {
+        sched::SchedulerStats s = sc->stats();
+        metrics.waiting += s.waiting;
+        metrics.running += s.running;
+        metrics.kv_blocks_used += s.compressed_blocks_used;
+        metrics.kv_blocks_total += s.compressed_blocks_total;
+        metrics.window_blocks_used += s.window_blocks_used;
+        metrics.window_blocks_total += s.window_blocks_total;
+        metrics.preemptions += s.preemptions;
+        metrics.prefix_query_tokens += s.prefix_query_tokens;
+        metrics.prefix_hit_tokens += s.prefix_hit_tokens;
+    }
 }
 
 bool Engine::step() { return impl_->step(); }
@@ -482,7 +537,7 @@ void Engine::start() {
         while (true) {
             bool worked = m.step();
             if (m.stopping) {
-                bool idle = !m.scheduler->has_work() && m.queued.load() == 0;
+                bool idle = !m.has_work() && m.queued.load() == 0;
                 if (!m.drain_on_stop || idle) break;
                 continue;
             }
@@ -533,7 +588,7 @@ Expected<std::vector<GenerationOutput>> Engine::generate(std::vector<GenerationR
             if (ev.time_to_first_token > 0) acc.time_to_first_token = ev.time_to_first_token;
         }));
     }
-    while (impl_->step() || impl_->scheduler->has_work() || impl_->queued.load() > 0) {
+    while (impl_->step() || impl_->has_work() || impl_->queued.load() > 0) {
     }
     std::vector<GenerationOutput> outs;
     for (const auto& key : order) outs.push_back(std::move(merged[key]));

@@ -10,7 +10,22 @@ namespace deepinfer::engine {
 Expected<ParallelSetup> make_parallel_setup(const EngineConfig& c, dist::Comm* world) {
     ParallelSetup s;
     const int world_size = world ? world->size() : 1;
-    if (c.tp < 1 || c.ep < 1) return invalid_argument("--tp {} / --ep {}: must be >= 1", c.tp, c.ep);
+    if (c.tp < 1 || c.ep < 1 || c.dp < 1) return invalid_argument("--tp {} / --ep {} / --dp {}: must be >= 1", c.tp, c.ep, c.dp);
+    if (c.dp > 1) {
+        // DP attention: the world is the DP group and the EP group at once.
+        if (c.tp != 1 || (c.ep != 1 && c.ep != c.dp) || world_size != c.dp)
+            return invalid_argument("--dp {} runs attention data-parallel with the experts over the same ranks: it needs "
+                                    "--tp 1, --ep 1 or {} and a world of {} ranks (this run has {})", c.dp, c.dp, c.dp,
+                                    world_size);
+        s.plan.dp_size = s.plan.ep_size = c.dp;
+        s.plan.dp_rank = s.plan.ep_rank = world->rank();
+        s.plan.dp = s.plan.ep = world;
+        if (c.engram_shared_memory) {
+            DI_ASSIGN_OR_RETURN(s.host_comm, dist::split_by_host(*world));
+            s.plan.host = s.host_comm.get();
+        }
+        return s;
+    }
     const int replica = std::max(c.tp, c.ep);
     if (replica != world_size || replica % c.tp != 0 || replica % c.ep != 0)
         return invalid_argument("--tp {} --ep {} need a world of max(tp, ep) = {} ranks with the smaller dividing it; "

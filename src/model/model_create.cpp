@@ -46,6 +46,8 @@ Expected<std::unique_ptr<Model>> Model::create(ModelConfig config, std::unique_p
     m->config_ = std::move(config);
     const ModelConfig& c = m->config_;
     // TP shards whole wo_a groups (and their heads); EP whole experts. Quantization blocks stay whole.
+    if (plan.dp_size > 1 && (plan.dp == nullptr || plan.ep_size != plan.dp_size || plan.tp_size != 1))
+        return invalid_argument("parallel plan: DP attention over {} ranks needs ep == dp and tp == 1", plan.dp_size);
     if (plan.tp_size < 1 || plan.ep_size < 1 || (plan.tp_size > 1 && !plan.tp) || (plan.ep_size > 1 && !plan.ep))
         return invalid_argument("parallel plan: tp {} / ep {} without communicators", plan.tp_size, plan.ep_size);
     if (c.o_groups % plan.tp_size != 0)

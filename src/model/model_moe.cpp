@@ -25,8 +25,33 @@ void top_k(const float* v, int n, int k, int* out) {
 
 }  // namespace
 
-void Model::moe(int block_index, const bf16* x, int64_t n, bf16* out) {
+void Model::moe(int block_index, const bf16* x_mine, int64_t n_mine, bf16* out) {
     const ModelConfig& c = config_;
+    // DP attention: route and run this rank's experts over the rows of every DP rank.
+    const bf16* x = x_mine;
+    int64_t n = n_mine;
+    std::vector<bf16> gathered;
+    std::vector<size_t> row_counts;
+    if (plan_.dp_size > 1 && comm_status_.is_ok()) {
+        uint64_t mine = static_cast<uint64_t>(n_mine);
+        std::vector<uint64_t> all(plan_.dp_size);
+        Status s = plan_.dp->all_gather(&mine, sizeof(mine), all.data());
+        std::vector<size_t> bytes(plan_.dp_size);
+        n = 0;
+        for (int r = 0; r < plan_.dp_size; ++r) {
+            row_counts.push_back(static_cast<size_t>(all[r]) * c.hidden_size);
+            bytes[r] = static_cast<size_t>(all[r]) * c.hidden_size * sizeof(bf16);
+            n += static_cast<int64_t>(all[r]);
+        }
+        gathered.resize(static_cast<size_t>(n) * c.hidden_size);
+        if (s.is_ok()) s = plan_.dp->all_gather_v(x_mine, bytes, gathered.data());
+        if (!s.is_ok()) {
+            comm_status_ = s.with_context("MoE row gather");
+            n = n_mine;
+        } else {
+            x = gathered.data();
+        }
+    }
     const BlockWeights& w = weights_->blocks[block_index];
     const LayerRole& role = c.roles[block_index];
     const int D = c.hidden_size, I = c.moe_intermediate_size, E = role.n_routed_experts, K = role.n_activated_experts;
@@ -96,16 +121,27 @@ void Model::moe(int block_index, const bf16* x, int64_t n, bf16* out) {
             for (int k = 0; k < D; ++k) y[rows[r] * D + k] += bf16_to_float(eo[r * D + k]);
     }
 
-    // Expert parallelism: the partial sums of every rank's experts, added in fp32 (the reference's all_reduce).
-    if (plan_.ep_size > 1) all_reduce(plan_.ep, y.data(), y.size());
+    // Expert parallelism: the partial sums of every rank's experts, added in fp32 (the reference's all_reduce);
+    // under DP attention each rank gets back the sums of its own rows.
+    if (plan_.dp_size > 1 && x != x_mine) {
+        std::vector<float> mine(static_cast<size_t>(n_mine) * D);
+        if (comm_status_.is_ok()) {
+            Status s = plan_.dp->reduce_scatter_sum_v(y.data(), row_counts, mine.data());
+            if (!s.is_ok()) comm_status_ = s.with_context("MoE reduce-scatter");
+        }
+        y.swap(mine);
+    } else if (plan_.ep_size > 1) {
+        all_reduce(plan_.ep, y.data(), y.size());
+    }
 
-    // Shared expert on every row, added last.
+    // Shared expert on this rank's rows, added last.
+    n = n_mine;
     gate.resize(n * I);
     up.resize(n * I);
     h.resize(n * I);
     eo.resize(n * D);
-    ops::linear_fp8(x, n, w.shared_w1, gate.data());
-    ops::linear_fp8(x, n, w.shared_w3, up.data());
+    ops::linear_fp8(x_mine, n, w.shared_w1, gate.data());
+    ops::linear_fp8(x_mine, n, w.shared_w3, up.data());
     ops::swiglu(gate.data(), up.data(), n, I, limit, nullptr, h.data());
     ops::linear_fp8(h.data(), n, w.shared_w2, eo.data());
     for (int64_t i = 0; i < n * D; ++i) out[i] = float_to_bf16(y[i] + bf16_to_float(eo[i]));

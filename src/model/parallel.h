@@ -14,10 +14,14 @@ struct ParallelPlan {
     int ep_size = 1, ep_rank = 0;
     dist::Comm* tp = nullptr;  // the TP group; null when tp_size == 1
     dist::Comm* ep = nullptr;  // the EP group; null when ep_size == 1 (may be the same object as tp)
+    // DP attention: each rank runs its own rows (its own sequences and caches); the MoE gathers the rows of
+    // every rank, each rank runs its experts (ep == dp) on all of them and gets back the sums of its rows.
+    int dp_size = 1, dp_rank = 0;
+    dist::Comm* dp = nullptr;
     // The ranks of this host: when set, the Engram tables are loaded once per host into shared memory.
     dist::Comm* host = nullptr;
 
-    bool single() const { return tp_size == 1 && ep_size == 1; }
+    bool single() const { return tp_size == 1 && ep_size == 1 && dp_size == 1; }
 };
 
 }  // namespace deepinfer::model

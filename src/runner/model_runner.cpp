@@ -5,8 +5,9 @@
 
 namespace deepinfer::runner {
 
-Status ModelRunner::run(const sched::SchedulerOutput& out, const std::function<sched::Sequence*(int64_t)>& lookup,
-                        bool dspark, RunnerOutput* result) {
+model::ForwardBatch ModelRunner::build_batch(const sched::SchedulerOutput& out,
+                                             const std::function<sched::Sequence*(int64_t)>& lookup, bool dspark,
+                                             RunnerOutput* result) {
     const int history = std::max(0, model_.config().engram_max_ngram_size - 1);
     model::ForwardBatch batch;
     result->logit_of.assign(out.chunks.size(), -1);
@@ -38,10 +39,34 @@ Status ModelRunner::run(const sched::SchedulerOutput& out, const std::function<s
     }
     batch.dspark_rings = dspark;
     batch.want_main_hidden = dspark;
+    return batch;
+}
+
+Status ModelRunner::run(const sched::SchedulerOutput& out, const std::function<sched::Sequence*(int64_t)>& lookup,
+                        bool dspark, RunnerOutput* result) {
+    model::ForwardBatch batch = build_batch(out, lookup, dspark, result);
     model::ForwardOutput fo;
     DI_RETURN_IF_ERROR(broadcaster_ ? broadcaster_->forward(batch, &fo) : model_.forward(pools_, batch, &fo));
     result->logits = std::move(fo.logits);
     result->main_hidden = std::move(fo.main_hidden);
+    return Status::ok();
+}
+
+Status ModelRunner::run_dp(const std::vector<sched::SchedulerOutput>& outs,
+                           const std::function<sched::Sequence*(int64_t)>& lookup, std::vector<RunnerOutput>* results) {
+    if (!broadcaster_) return error(StatusCode::kInternal, "DP attention without a multi-rank plan");
+    std::vector<model::ForwardBatch> batches;
+    results->resize(outs.size());
+    for (size_t d = 0; d < outs.size(); ++d) batches.push_back(build_batch(outs[d], lookup, false, &(*results)[d]));
+    std::vector<float> logits;
+    DI_RETURN_IF_ERROR(broadcaster_->forward_dp(batches, &logits));
+    const size_t vocab = static_cast<size_t>(model_.config().vocab_size);
+    size_t offset = 0;
+    for (size_t d = 0; d < outs.size(); ++d) {
+        const size_t rows = batches[d].logit_rows.size();
+        (*results)[d].logits.assign(logits.begin() + offset * vocab, logits.begin() + (offset + rows) * vocab);
+        offset += rows;
+    }
     return Status::ok();
 }
 

@@ -26,6 +26,9 @@ class ModelRunner {
 
     Status run(const sched::SchedulerOutput& out, const std::function<sched::Sequence*(int64_t)>& lookup,
                bool dspark, RunnerOutput* result);
+    // DP attention: outs[d] runs on rank d (rank 0 here); results[d] gets the logits of its sampled chunks.
+    Status run_dp(const std::vector<sched::SchedulerOutput>& outs,
+                  const std::function<sched::Sequence*(int64_t)>& lookup, std::vector<RunnerOutput>* results);
     // A DSpark pass from row `main_hidden_row` of the last run's main_hidden.
     Status draft(const model::DraftRequest& request, int32_t main_hidden_row, model::DraftOutput* out);
     void release(int64_t seq_id) {
@@ -33,6 +36,10 @@ class ModelRunner {
     }
 
    private:
+    model::ForwardBatch build_batch(const sched::SchedulerOutput& out,
+                                    const std::function<sched::Sequence*(int64_t)>& lookup, bool dspark,
+                                    RunnerOutput* result);
+
     model::Model& model_;
     kv::KvPools& pools_;
     PlanBroadcaster* broadcaster_;

@@ -9,7 +9,7 @@
 namespace deepinfer::runner {
 namespace {
 
-enum class PlanKind : uint8_t { kGeometry = 1, kForward = 2, kDraft = 3, kShutdown = 4 };
+enum class PlanKind : uint8_t { kGeometry = 1, kForward = 2, kDraft = 3, kShutdown = 4, kForwardDp = 5 };
 
 class Writer {
    public:
@@ -58,22 +58,8 @@ Status broadcast_message(dist::Comm& world, std::vector<uint8_t>& message) {
     return world.broadcast(message.data(), size, 0);
 }
 
-}  // namespace
 
-Status PlanBroadcaster::broadcast(std::vector<uint8_t>& message) { return broadcast_message(world_, message); }
-
-Status PlanBroadcaster::send_geometry(const PoolGeometry& g) {
-    Writer w;
-    w.put(PlanKind::kGeometry);
-    w.put(g);
-    return broadcast(w.bytes);
-}
-
-Status PlanBroadcaster::forward(const model::ForwardBatch& batch, model::ForwardOutput* out) {
-    Writer w;
-    w.put(PlanKind::kForward);
-    w.put_vector(released_);
-    released_.clear();
+void write_batch(Writer& w, const model::ForwardBatch& batch) {
     w.put_vector(batch.tokens);
     w.put_vector(batch.logit_rows);
     w.put<uint8_t>(batch.want_main_hidden);
@@ -88,8 +74,57 @@ Status PlanBroadcaster::forward(const model::ForwardBatch& batch, model::Forward
         w.put_vector(s.cache->window_blocks());
         w.put_vector(s.cache->compressed_blocks());
     }
+}
+
+// Logits of every DP rank's rows, concatenated in rank order on every rank.  out fp32 [sum rows, vocab]
+Status gather_logits(dist::Comm& world, const model::ForwardOutput& mine, int32_t vocab, std::vector<float>* all) {
+    uint64_t count = mine.logits.size();
+    std::vector<uint64_t> counts(world.size());
+    DI_RETURN_IF_ERROR(world.all_gather(&count, sizeof(count), counts.data()));
+    std::vector<size_t> bytes(world.size());
+    size_t total = 0;
+    for (int r = 0; r < world.size(); ++r) {
+        bytes[r] = counts[r] * sizeof(float);
+        total += counts[r];
+    }
+    all->resize(total);
+    (void)vocab;
+    return world.all_gather_v(mine.logits.data(), bytes, all->data());
+}
+
+}  // namespace
+
+Status PlanBroadcaster::broadcast(std::vector<uint8_t>& message) { return broadcast_message(world_, message); }
+
+Status PlanBroadcaster::send_geometry(const PoolGeometry& g) {
+    Writer w;
+    w.put(PlanKind::kGeometry);
+    w.put(g);
+    return broadcast(w.bytes);
+}
+
+
+Status PlanBroadcaster::forward(const model::ForwardBatch& batch, model::ForwardOutput* out) {
+    Writer w;
+    w.put(PlanKind::kForward);
+    w.put_vector(released_);
+    released_.clear();
+    write_batch(w, batch);
     DI_RETURN_IF_ERROR(broadcast(w.bytes));
     return model_.forward(pools_, batch, out);
+}
+
+Status PlanBroadcaster::forward_dp(const std::vector<model::ForwardBatch>& batches, std::vector<float>* logits) {
+    Writer w;
+    w.put(PlanKind::kForwardDp);
+    w.put_vector(released_);
+    released_.clear();
+    w.put<uint64_t>(batches.size());
+    for (const auto& b : batches) write_batch(w, b);
+    DI_RETURN_IF_ERROR(broadcast(w.bytes));
+    model::ForwardOutput mine;
+    DI_RETURN_IF_ERROR(model_.forward(pools_, batches[0], &mine));
+    return gather_logits(world_, mine, model_.config().vocab_size, logits);
 }
 
 Status PlanBroadcaster::draft(const model::DraftRequest& r, int32_t main_hidden_row, model::DraftOutput* out) {
@@ -127,14 +162,21 @@ Status follow_plans(dist::Comm& world, model::Model& model) {
                                                       g.window_blocks, g.compressed_blocks);
                 break;
             }
-            case PlanKind::kForward: {
+            case PlanKind::kForward:
+            case PlanKind::kForwardDp: {
                 if (!pools) return error(StatusCode::kInternal, "step plan: a forward before the pool geometry");
                 for (int64_t id : r.get_vector<int64_t>()) caches.erase(id);
+                // DP attention: every rank's batch is in the plan; run this rank's one.
+                const uint64_t n_batches = kind == PlanKind::kForwardDp ? r.get<uint64_t>() : 1;
+                const uint64_t mine = kind == PlanKind::kForwardDp ? static_cast<uint64_t>(world.rank()) : 0;
                 model::ForwardBatch batch;
-                batch.tokens = r.get_vector<int32_t>();
-                batch.logit_rows = r.get_vector<int32_t>();
-                batch.want_main_hidden = r.get<uint8_t>();
-                batch.dspark_rings = r.get<uint8_t>();
+                for (uint64_t b = 0; b < n_batches; ++b) {
+                model::ForwardBatch parsed;
+                model::ForwardBatch& into = b == mine ? batch : parsed;
+                into.tokens = r.get_vector<int32_t>();
+                into.logit_rows = r.get_vector<int32_t>();
+                into.want_main_hidden = r.get<uint8_t>();
+                into.dspark_rings = r.get<uint8_t>();
                 const auto n = r.get<uint64_t>();
                 for (uint64_t i = 0; i < n; ++i) {
                     model::SeqChunk chunk;
@@ -143,15 +185,23 @@ Status follow_plans(dist::Comm& world, model::Model& model) {
                     chunk.row_begin = r.get<int32_t>();
                     chunk.n_rows = r.get<int32_t>();
                     chunk.history = r.get_vector<int32_t>();
+                    auto windows = r.get_vector<int32_t>();
+                    auto compressed = r.get_vector<int32_t>();
+                    if (b != mine) continue;
                     auto& cache = caches[chunk.seq_id];
                     if (!cache) cache = std::make_unique<kv::SequenceCache>(pools->layout);
-                    cache->mutable_window_blocks() = r.get_vector<int32_t>();
-                    cache->mutable_compressed_blocks() = r.get_vector<int32_t>();
+                    cache->mutable_window_blocks() = std::move(windows);
+                    cache->mutable_compressed_blocks() = std::move(compressed);
                     cache->set_length(chunk.start_pos);  // rank 0 decides (rollbacks, preemption, prefix hits)
                     chunk.cache = cache.get();
-                    batch.seqs.push_back(std::move(chunk));
+                    into.seqs.push_back(std::move(chunk));
+                }
                 }
                 DI_RETURN_IF_ERROR(model.forward(*pools, batch, &last));
+                if (kind == PlanKind::kForwardDp) {
+                    std::vector<float> all;
+                    DI_RETURN_IF_ERROR(gather_logits(world, last, model.config().vocab_size, &all));
+                }
                 break;
             }
             case PlanKind::kDraft: {

@@ -28,6 +28,8 @@ class PlanBroadcaster {
 
     Status send_geometry(const PoolGeometry& geometry);
     Status forward(const model::ForwardBatch& batch, model::ForwardOutput* out);
+    // DP attention: batch d runs on rank d; returns the logits of every rank's logit rows in rank order.
+    Status forward_dp(const std::vector<model::ForwardBatch>& batches, std::vector<float>* logits);
     // main_hidden_row: the row of the last forward's main_hidden the request points into.
     Status draft(const model::DraftRequest& request, int32_t main_hidden_row, model::DraftOutput* out);
     // Followers drop their state of this sequence with the next plan.

@@ -106,3 +106,74 @@ INSTANTIATE_TEST_SUITE_P(Splits, Parallel,
 
 }  // namespace
 }  // namespace deepinfer
+
+namespace deepinfer {
+namespace {
+
+// DP attention: each rank runs its own sequence (different prompts and lengths, one rank sometimes idle),
+// experts are split over the ranks; every rank's logits match a one-rank run of its sequence.
+TEST(ParallelDp, EachRankMatchesItsSingleRun) {
+    const std::string dir = testing::tiny_checkpoint("default");
+    const int world = 2;
+    std::vector<std::vector<int32_t>> prompts = {random_tokens(40, 21), random_tokens(23, 22)};
+    std::vector<std::vector<float>> single(world);
+    {
+        auto m = model::Model::load(dir, false);
+        ASSERT_TRUE(m.has_value());
+        for (int r = 0; r < world; ++r) {
+            testing::SingleSequence seq(**m);
+            single[r] = seq.feed(prompts[r], true);
+            auto tail = seq.feed({5, 6, 7}, true);
+            single[r].insert(single[r].end(), tail.begin(), tail.end());
+        }
+    }
+    std::vector<std::vector<float>> got(world);
+    auto statuses = dist::run_local_ranks(world, [&](dist::Comm& comm) -> Status {
+        model::ParallelPlan plan;
+        plan.dp_size = plan.ep_size = world;
+        plan.dp_rank = plan.ep_rank = comm.rank();
+        plan.dp = plan.ep = &comm;
+        DI_ASSIGN_OR_RETURN(auto m, model::Model::load(dir, false, plan));
+        testing::SingleSequence seq(*m);
+        got[comm.rank()] = seq.feed(prompts[comm.rank()], true);
+        // Rank 1 idles for one step (an empty forward still joins the MoE collectives), then both go on.
+        if (comm.rank() == 1) {
+            model::ForwardBatch empty;
+            model::ForwardOutput out;
+            DI_RETURN_IF_ERROR(m->forward(seq.pools(), empty, &out));
+        } else {
+            auto l = seq.feed({5}, true);
+            got[0].insert(got[0].end(), l.begin(), l.end());
+        }
+        for (int32_t t : comm.rank() == 1 ? std::vector<int32_t>{5, 6, 7} : std::vector<int32_t>{6, 7}) {
+            auto l = seq.feed({t}, true);
+            got[comm.rank()].insert(got[comm.rank()].end(), l.begin(), l.end());
+        }
+        if (comm.rank() == 0) {  // rank 0 idles at the end, so both ranks make the same number of calls
+            model::ForwardBatch empty;
+            model::ForwardOutput out;
+            DI_RETURN_IF_ERROR(m->forward(seq.pools(), empty, &out));
+        }
+        return Status::ok();
+    });
+    for (const auto& s : statuses) ASSERT_TRUE(s.is_ok()) << s.to_string();
+    for (int r = 0; r < world; ++r) {
+        ASSERT_EQ(got[r].size(), single[r].size()) << "rank " << r;
+        const int vocab = 1024;
+        for (size_t row = 0; row < got[r].size() / vocab; ++row) {
+            const float* a = single[r].data() + row * vocab;
+            const float* b = got[r].data() + row * vocab;
+            double ab = 0, aa = 0, bb = 0;
+            for (int v = 0; v < vocab; ++v) {
+                ab += double(a[v]) * b[v];
+                aa += double(a[v]) * a[v];
+                bb += double(b[v]) * b[v];
+            }
+            EXPECT_GT(ab / std::sqrt(aa * bb), 0.999) << "rank " << r << " row " << row;
+            EXPECT_EQ(std::max_element(a, a + vocab) - a, std::max_element(b, b + vocab) - b) << "rank " << r << " row " << row;
+        }
+    }
+}
+
+}  // namespace
+}  // namespace deepinfer
