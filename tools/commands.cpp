@@ -5,6 +5,7 @@ namespace deepinfer::cli {
 
 Command make_generate_command();
 Command make_serve_command();
+Command make_bench_command();
 Command make_make_tiny_command();
 Command make_inspect_command();
 Command make_tokenize_command();
@@ -15,7 +16,7 @@ Command make_engram_map_command();
 Command make_version_command();
 
 std::vector<Command> all_commands() {
-    return {make_generate_command(),     make_serve_command(),
+    return {make_generate_command(),     make_serve_command(),        make_bench_command(),
             make_make_tiny_command(),    make_inspect_command(),
             make_tokenize_command(),     make_detokenize_command(),   make_render_prompt_command(),
             make_make_tokenizer_command(), make_engram_map_command(), make_version_command()};
