@@ -25,10 +25,12 @@ struct InFlightSlot {
     std::atomic<int64_t>& counter_;
 };
 
+// Key comparison whose time does not depend on where the first difference is (only on the lengths).
 bool constant_time_equal(const std::string& a, const std::string& b) {
-    unsigned char diff = a.size() == b.size() ? 0 : 1;
-    for (size_t i = 0; i < a.size(); ++i) diff |= static_cast<unsigned char>(a[i] ^ b[i % (b.empty() ? 1 : b.size())]);
-    return diff == 0 && !b.empty();
+    if (a.size() != b.size()) return false;
+    unsigned char diff = 0;
+    for (size_t i = 0; i < a.size(); ++i) diff |= static_cast<unsigned char>(a[i] ^ b[i]);
+    return diff == 0;
 }
 
 // The parsed body of a POST, or the 400 that explains why there is none.

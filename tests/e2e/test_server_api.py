@@ -9,12 +9,13 @@ logprobs equal the logprobs the same tokens had when they were generated.
 Env: DEEPINFER_BIN.
 """
 import json
-import math
 import pathlib
 import subprocess
 import sys
 import threading
 import unittest
+
+import openai
 
 sys.path.insert(0, str(pathlib.Path(__file__).resolve().parent))
 from server_fixture import BIN, ServerProcess  # noqa: E402
@@ -274,6 +275,16 @@ class ServerApiTest(unittest.TestCase):
             self.assertGreaterEqual(entry.top_logprobs[0].logprob, entry.top_logprobs[1].logprob)
             self.assertEqual(bytes(entry.bytes).decode("utf-8", "replace"), entry.token)
         self.assertEqual(r.usage.completion_tokens, 10)
+
+    def test_prompt_over_the_default_context(self):
+        # 70,000 tokens against the 65,536 the tiny model allows: refused before the engine, lengths named.
+        with self.assertRaises(openai.BadRequestError) as ctx:
+            self.complete([5] * 70000, max_tokens=1)
+        err = ctx.exception.body
+        self.assertEqual(err["param"], "prompt")
+        self.assertIn("70000 tokens", err["message"])
+        self.assertIn("65536", err["message"])
+        self.assertEqual(self.complete("after", max_tokens=2).usage.completion_tokens, 2)
 
     # --- metrics ---
 
