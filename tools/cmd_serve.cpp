@@ -48,9 +48,14 @@ int run(Options& o) {
     std::thread signal_thread([&srv, signals] {
         int count = 0;
         while (true) {
-            int sig = 0;
-            if (sigwait(&signals, &sig) != 0) continue;
+            const timespec poll = {0, 100'000'000};
+            const int sig = sigtimedwait(&signals, nullptr, &poll);
             if (sig == SIGUSR1) return;
+            if (sig < 0) {
+                // Re-issue the stop while draining: one that lands before the listener has started is lost.
+                if (count > 0) srv.shutdown();
+                continue;
+            }
             if (++count == 1) {
                 log::info("serve: signal {}: draining (no new requests; in-flight ones finish; signal again to cancel them)", sig);
                 srv.shutdown();
