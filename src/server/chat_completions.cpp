@@ -26,14 +26,6 @@ struct Chat {
     bool starts_in_reasoning = false;
 };
 
-Json usage_json(int64_t prompt_tokens, int64_t completion_tokens, int64_t cached) {
-    Json u = {{"prompt_tokens", prompt_tokens},
-              {"completion_tokens", completion_tokens},
-              {"total_tokens", prompt_tokens + completion_tokens}};
-    if (cached > 0) u["prompt_tokens_details"] = Json{{"cached_tokens", cached}};
-    return u;
-}
-
 Reply chat_blocking(HandlerContext& ctx, Chat& c, RequestGroup& group) {
     const tokenizer::Tokenizer& tok = ctx.engine.tokenizer();
     const int n = c.req.params.n;

@@ -64,14 +64,6 @@ Status score_prompts(HandlerContext& ctx, const std::string& id, int k, std::vec
     return Status::ok();
 }
 
-Json usage_json(int64_t prompt_tokens, int64_t completion_tokens, int64_t cached) {
-    Json u = {{"prompt_tokens", prompt_tokens},
-              {"completion_tokens", completion_tokens},
-              {"total_tokens", prompt_tokens + completion_tokens}};
-    if (cached > 0) u["prompt_tokens_details"] = Json{{"cached_tokens", cached}};
-    return u;
-}
-
 // The request after parsing, tokenization and checks, ready to generate.
 struct Completion {
     std::string id;

@@ -70,7 +70,7 @@ struct Server::Impl {
     std::atomic<bool> draining{false};
 
     Impl(Engine& e, ServerConfig c)
-        : engine(e), config(std::move(c)), ctx{e, config, metrics, active, config.served_model_name.empty() ? e.model_name() : config.served_model_name} {}
+        : engine(e), config(std::move(c)), ctx{e, metrics, active, config.served_model_name.empty() ? e.model_name() : config.served_model_name} {}
 
     void send(httplib::Response& res, const Reply& reply) {
         res.status = reply.status;

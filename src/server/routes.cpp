@@ -23,6 +23,14 @@ Reply json_reply(int status, const Json& body) {
 
 Reply error_reply(const ApiError& e) { return json_reply(e.status, error_json(e)); }
 
+Json usage_json(int64_t prompt_tokens, int64_t completion_tokens, int64_t cached) {
+    Json u = {{"prompt_tokens", prompt_tokens},
+              {"completion_tokens", completion_tokens},
+              {"total_tokens", prompt_tokens + completion_tokens}};
+    if (cached > 0) u["prompt_tokens_details"] = Json{{"cached_tokens", cached}};
+    return u;
+}
+
 std::optional<ApiError> check_model(const HandlerContext& ctx, const std::string& requested) {
     if (requested.empty() || requested == ctx.model_name) return std::nullopt;
     // 404 as OpenAI and vLLM answer an unknown model (openai.NotFoundError in the client).

@@ -14,7 +14,6 @@
 #include "server/json_fields.h"
 #include "server/metrics.h"
 #include "server/request_group.h"
-#include "server/server_config.h"
 
 namespace deepinfer::server {
 
@@ -31,7 +30,6 @@ struct Reply {
 
 struct HandlerContext {
     Engine& engine;
-    const ServerConfig& config;
     ServerMetrics& metrics;
     ActiveRequests& active;
     std::string model_name;  // served name
@@ -49,6 +47,9 @@ Reply handle_chat_completions(HandlerContext& ctx, const Json& body);
 // JSON text of a response or event; invalid UTF-8 never reaches the client (replaced by U+FFFD).
 std::string dump_json(const Json& j);
 std::string sse_event(const Json& j);
+
+// OpenAI "usage"; prompt_tokens_details.cached_tokens when the prefix cache served part of the prompt.
+Json usage_json(int64_t prompt_tokens, int64_t completion_tokens, int64_t cached_tokens);
 
 // The requested model is the served one (an empty name means the served model, as vLLM allows).
 std::optional<ApiError> check_model(const HandlerContext& ctx, const std::string& requested);
