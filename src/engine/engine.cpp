@@ -72,6 +72,7 @@ struct Engine::Impl {
                         int64_t* new_gen, int64_t* drafted, int64_t* accepted_total);
     void drain_inbox();
     void admit(std::unique_ptr<RequestState> state);
+    void refuse(RequestState& r);
     void abort_request(const std::string& id);
     void finish_choice(ChoiceState& choice);
     bool step();
@@ -299,17 +300,27 @@ void Engine::Impl::admit(std::unique_ptr<RequestState> state) {
                 choice_of_seq.erase(done.seq_id);
                 dp_of_seq.erase(done.seq_id);
             }
-            GenerationOutput ev;
-            ev.request_id = r.request.id;
-            ev.finished = true;
-            ev.finish_reason = "abort";
-            r.callback(ev);
+            refuse(r);
             return;
         }
         choice_of_seq[ch.seq_id] = &ch;
     }
     std::string id = r.request.id;
     requests[id] = std::move(state);
+}
+
+// A request that cannot be admitted ends at once: one final "abort" event per choice, so a caller waiting
+// for all n choices is not left waiting.
+void Engine::Impl::refuse(RequestState& r) {
+    for (int i = 0; i < r.request.params.n; ++i) {
+        GenerationOutput ev;
+        ev.request_id = r.request.id;
+        ev.index = i;
+        ev.finished = true;
+        ev.finish_reason = "abort";
+        ev.prompt_tokens = static_cast<int64_t>(r.request.prompt.size());
+        r.callback(ev);
+    }
 }
 
 void Engine::Impl::finish_choice(ChoiceState& choice) {
@@ -363,11 +374,7 @@ void Engine::Impl::drain_inbox() {
     for (auto& r : incoming) {
         --queued;
         if (requests.count(r->request.id)) {
-            GenerationOutput ev;
-            ev.request_id = r->request.id;
-            ev.finished = true;
-            ev.finish_reason = "abort";
-            r->callback(ev);
+            refuse(*r);
             continue;
         }
         admit(std::move(r));

@@ -1,0 +1,99 @@
+// `deepinfer serve`: the OpenAI-compatible HTTP server (src/server) over one engine. SIGTERM / SIGINT drain:
+// stop accepting, finish in-flight requests, exit 0; a second signal cancels what is still running.
+#include <fmt/format.h>
+#include <pthread.h>
+#include <signal.h>
+
+#include <thread>
+
+#include "core/log.h"
+#include "deepinfer/engine.h"
+#include "server/http_server.h"
+#include "tools/commands.h"
+
+namespace deepinfer::cli {
+namespace {
+
+struct Options {
+    EngineConfig engine;
+    server::ServerConfig server;
+};
+
+int run(Options& o) {
+    // Signals are taken by one thread with sigwait; every other thread (engine pool, HTTP workers) inherits
+    // the blocked mask from here, so none of them is interrupted.
+    sigset_t signals;
+    sigemptyset(&signals);
+    sigaddset(&signals, SIGINT);
+    sigaddset(&signals, SIGTERM);
+    sigaddset(&signals, SIGUSR1);  // sent by run() itself to end the signal thread
+    pthread_sigmask(SIG_BLOCK, &signals, nullptr);
+    ::signal(SIGPIPE, SIG_IGN);  // a client that closed its socket must not kill the process
+
+    if (o.server.max_concurrent < 1) {
+        fmt::print(stderr, "error: --max-concurrent must be >= 1, got {}\n", o.server.max_concurrent);
+        return 2;
+    }
+    auto engine = Engine::create(o.engine);
+    if (!engine) {
+        fmt::print(stderr, "error: {}\n", engine.status().message());
+        return 1;
+    }
+    server::Server srv(**engine, o.server);
+    Expected<int> port = srv.bind();
+    if (!port) {
+        fmt::print(stderr, "error: {}\n", port.status().message());
+        return 1;
+    }
+    std::thread signal_thread([&srv, signals] {
+        int count = 0;
+        while (true) {
+            const timespec poll = {0, 100'000'000};
+            const int sig = sigtimedwait(&signals, nullptr, &poll);
+            if (sig == SIGUSR1) return;
+            if (sig < 0) {
+                // Re-issue the stop while draining: one that lands before the listener has started is lost.
+                if (count > 0) srv.shutdown();
+                continue;
+            }
+            if (++count == 1) {
+                log::info("serve: signal {}: draining (no new requests; in-flight ones finish; signal again to cancel them)", sig);
+                srv.shutdown();
+            } else {
+                log::info("serve: signal {}: cancelling in-flight requests", sig);
+                srv.abort_in_flight();
+            }
+        }
+    });
+    const std::string name = o.server.served_model_name.empty() ? (*engine)->model_name() : o.server.served_model_name;
+    log::info("serve: model \"{}\", max model len {}, listening on http://{}:{}", name, (*engine)->max_model_len(),
+              o.server.host, *port);
+    Status s = srv.run();
+    pthread_kill(signal_thread.native_handle(), SIGUSR1);
+    signal_thread.join();
+    if (!s.is_ok()) {
+        fmt::print(stderr, "error: {}\n", s.message());
+        return 1;
+    }
+    log::info("serve: drained, exiting");
+    return 0;
+}
+
+}  // namespace
+
+Command make_serve_command() {
+    return {[](CLI::App& app, int* exit_code) {
+        auto o = std::make_shared<Options>();
+        auto* sub = app.add_subcommand("serve", "Serve the OpenAI API (/v1/completions, /v1/chat/completions, /v1/models, /health, /metrics)");
+        add_engine_options(sub, &o->engine);
+        sub->add_option("--host", o->server.host, "Address to listen on");
+        sub->add_option("--port", o->server.port, "Port to listen on (0: any free port, logged at start)");
+        sub->add_option("--served-model-name", o->server.served_model_name, "Model name clients use (default: the model path, or deepinfer-tiny)");
+        sub->add_option("--api-key", o->server.api_key, "Require \"Authorization: Bearer KEY\" on /v1 routes");
+        sub->add_option("--max-concurrent", o->server.max_concurrent, "Generation requests served at once; more get 429");
+        sub->add_option("--max-waiting", o->engine.max_waiting, "Requests queued for the engine beyond this get 429");
+        sub->callback([o, exit_code] { *exit_code = run(*o); });
+    }};
+}
+
+}  // namespace deepinfer::cli
