@@ -2,6 +2,7 @@
 // Online (--url): streaming /v1/completions requests against a running server, Poisson arrivals.
 #include <fmt/format.h>
 
+#include "tools/mpi_launch.h"
 #include "tools/cmd_bench_common.h"
 #include "tools/commands.h"
 
@@ -26,7 +27,7 @@ Command make_bench_command() {
         sub->add_flag("--json", o->json, "Print the results as JSON on stdout");
         sub->callback([o, lens, exit_code] {
             if (o->url.empty()) {
-                *exit_code = bench::run_offline(*o);
+                *exit_code = run_with_ranks(o->engine, [&](dist::Comm* world) { return bench::run_offline(*o, world); });
                 return;
             }
             if (lens->count() == 0) o->input_lens = {512};

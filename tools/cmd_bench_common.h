@@ -9,6 +9,7 @@
 #include <nlohmann/json.hpp>
 
 #include "deepinfer/engine.h"
+#include "dist/comm.h"
 #include "tokenizer/tokenizer.h"
 
 namespace deepinfer::cli::bench {
@@ -68,7 +69,7 @@ struct BenchOptions {
     bool json = false;
 };
 
-int run_offline(const BenchOptions& o);
+int run_offline(const BenchOptions& o, dist::Comm* world = nullptr);
 int run_online(const BenchOptions& o);
 
 }  // namespace deepinfer::cli::bench

@@ -7,6 +7,7 @@
 #include <mutex>
 
 #include "model/config.h"
+#include "dist/mpi_comm.h"
 #include "tools/cmd_bench_common.h"
 
 namespace deepinfer::cli::bench {
@@ -95,7 +96,7 @@ bool run_one(Engine& engine, const BenchOptions& o, int64_t input_len, int concu
 
 }  // namespace
 
-int run_offline(const BenchOptions& o) {
+int run_offline(const BenchOptions& o, dist::Comm* world) {
     if (o.num_prompts < 1 || o.output_len < 1) {
         fmt::print(stderr, "error: --num-prompts and --output-len must be >= 1\n");
         return 2;
@@ -106,9 +107,10 @@ int run_offline(const BenchOptions& o) {
             return 2;
         }
     EngineConfig config = o.engine;
-    auto engine = Engine::create(config);
+    auto engine = Engine::create(config, world);
     if (!engine) {
         fmt::print(stderr, "error: {}\n", engine.status().message());
+        if (world) dist::abort_mpi(1);
         return 1;
     }
     Engine& e = **engine;

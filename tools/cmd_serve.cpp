@@ -9,7 +9,9 @@
 #include "core/log.h"
 #include "deepinfer/engine.h"
 #include "server/http_server.h"
+#include "dist/mpi_comm.h"
 #include "tools/commands.h"
+#include "tools/mpi_launch.h"
 
 namespace deepinfer::cli {
 namespace {
@@ -19,7 +21,7 @@ struct Options {
     server::ServerConfig server;
 };
 
-int run(Options& o) {
+int run(Options& o, dist::Comm* world) {
     // Signals are taken by one thread with sigwait; every other thread (engine pool, HTTP workers) inherits
     // the blocked mask from here, so none of them is interrupted.
     sigset_t signals;
@@ -34,9 +36,10 @@ int run(Options& o) {
         fmt::print(stderr, "error: --max-concurrent must be >= 1, got {}\n", o.server.max_concurrent);
         return 2;
     }
-    auto engine = Engine::create(o.engine);
+    auto engine = Engine::create(o.engine, world);
     if (!engine) {
         fmt::print(stderr, "error: {}\n", engine.status().message());
+        if (world) dist::abort_mpi(1);  // the other ranks wait for plans that will never come
         return 1;
     }
     server::Server srv(**engine, o.server);
@@ -92,7 +95,9 @@ Command make_serve_command() {
         sub->add_option("--api-key", o->server.api_key, "Require \"Authorization: Bearer KEY\" on /v1 routes");
         sub->add_option("--max-concurrent", o->server.max_concurrent, "Generation requests served at once; more get 429");
         sub->add_option("--max-waiting", o->engine.max_waiting, "Requests queued for the engine beyond this get 429");
-        sub->callback([o, exit_code] { *exit_code = run(*o); });
+        sub->callback([o, exit_code] {
+            *exit_code = run_with_ranks(o->engine, [&](dist::Comm* world) { return run(*o, world); });
+        });
     }};
 }
 

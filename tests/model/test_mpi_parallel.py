@@ -1,4 +1,4 @@
-"""Expert and tensor parallelism over real MPI processes (Engram tables shared per host): `mpirun -np N deepinfer generate --tp/--ep` gives
+"""Expert and tensor parallelism, and DP attention, over real MPI processes (Engram tables shared per host): `mpirun -np N deepinfer generate --tp/--ep` gives
 the same greedy tokens as one rank and teacher-forced logits within tolerance (partial sums are added in
 another order), and a bad split is refused on every rank with a clear error instead of a hang."""
 import json
@@ -50,6 +50,24 @@ def main():
             print(f"{tag}: worst cosine {worst:.6f}, top-1 {top1}/{len(ref_logits)}, greedy equal {tokens == ref_tokens}")
             if worst < 0.999 or top1 != len(ref_logits) or tokens != ref_tokens:
                 failures.append(tag)
+        # DP attention: each rank runs its own sequences; every completion equals the one-rank run.
+        prompts = os.path.join(tmp, "prompts.jsonl")
+        with open(prompts, "w") as f:
+            for ids in ([5, 6, 7, 8, 9, 10, 11], [100, 200, 300, 400, 500, 17, 18, 19, 20, 21, 22, 23, 24],
+                        [33, 44, 55], [701, 702, 703, 704, 705, 706, 707, 708]):
+                f.write(json.dumps({"prompt_ids": ids}) + "\n")
+        batch = ["--prompts-file", prompts, "--max-tokens", "12", "--temperature", "0", "--ignore-eos", "--json"]
+        single = subprocess.run([BIN, "generate", "--threads", "1"] + batch, env=ENV, capture_output=True, text=True, timeout=600)
+        dp = subprocess.run(["mpirun", "--oversubscribe", "--bind-to", "none", "-np", "2", BIN, "generate", "--threads", "1",
+                             "--dp", "2"] + batch, env=ENV, capture_output=True, text=True, timeout=600)
+        if single.returncode != 0 or dp.returncode != 0:
+            failures.append("dp run failed: " + dp.stderr[-2000:] + single.stderr[-2000:])
+        else:
+            want = [json.loads(l)["output_ids"] for l in single.stdout.splitlines() if l.startswith("{")]
+            got = [json.loads(l)["output_ids"] for l in dp.stdout.splitlines() if l.startswith("{")]
+            print(f"np2_dp_2: {len(got)} completions, equal {got == want}")
+            if got != want or len(got) != 4:
+                failures.append("dp2")
         # The Engram tables went through one shared-memory segment per host; none may be left behind.
         left = [f for f in os.listdir("/dev/shm") if f.startswith("deepinfer-")]
         if left:
