@@ -22,12 +22,14 @@ namespace {
 
 // MPI counts and displacements are int: larger calls are split (uniform ones) or refused (the -v ones).
 constexpr size_t kMaxChunk = size_t{1} << 30;
-// When a waiting rank starts calling sched_yield between polls. Oversubscribed (more ranks on the node than
-// cores): after a few hundred polls, because the peer it waits for may need its core. Otherwise only after
-// a millisecond: yielding early hands the core to unrelated processes and costs tens of microseconds a
-// collective on a busy machine, as Open MPI's own blocking calls avoid by spinning.
+// How a waiting rank polls. Oversubscribed (more ranks on the node than cores): it yields its core after a
+// few hundred polls, because the peer it waits for may need that core. Otherwise it spins, as Open MPI's
+// blocking calls do: yielding (tried after 1 ms) handed the core to unrelated processes on a busy machine,
+// and the two ranks fell into taking turns at 2-4 ms per collective. Only a wait past kSpinLimit, a slow
+// peer rather than a message in flight, sleeps between polls, so that a long wait does not burn a core.
 constexpr int kPollsBeforeYieldOversubscribed = 256;
-constexpr std::chrono::microseconds kSpinBeforeYield{1000};
+constexpr std::chrono::milliseconds kSpinLimit{100};
+constexpr std::chrono::microseconds kLongWaitPoll{50};
 // Guarded all-reduce: recursive doubling (log2 n messages of the whole vector) up to this size on a
 // power-of-two group, the bandwidth-optimal ring (2 (n - 1) messages of 1/n of it) above.
 constexpr size_t kRecursiveDoublingMaxBytes = size_t{64} << 10;
@@ -314,7 +316,9 @@ class MpiComm final : public Comm {
                                 "is stuck or called another collective)", op, rank_, size_, timeout_.count());
                 return broken_;
             }
-            if (oversubscribed_ ? polls >= kPollsBeforeYieldOversubscribed : now - start >= kSpinBeforeYield) {
+            if (now - start >= kSpinLimit) {
+                std::this_thread::sleep_for(kLongWaitPoll);
+            } else if (oversubscribed_ && polls >= kPollsBeforeYieldOversubscribed) {
                 sched_yield();
             }
         }
