@@ -9,8 +9,10 @@
 
 #include "core/npy.h"
 #include "deepinfer/engine.h"
+#include "dist/mpi_comm.h"
 #include "tokenizer/tokenizer.h"
 #include "tools/commands.h"
+#include "tools/mpi_launch.h"
 
 namespace deepinfer::cli {
 namespace {
@@ -53,10 +55,11 @@ nlohmann::json output_json(const GenerationRequest& req, const GenerationOutput&
     return j;
 }
 
-int run(Options& o) {
-    auto engine = Engine::create(o.engine);
+int run(Options& o, dist::Comm* world) {
+    auto engine = Engine::create(o.engine, world);
     if (!engine) {
         fmt::print(stderr, "error: {}\n", engine.status().message());
+        if (world) dist::abort_mpi(1);  // the other ranks wait for plans that will never come
         return 1;
     }
     Engine& e = **engine;
@@ -179,6 +182,11 @@ void add_engine_options(CLI::App* sub, EngineConfig* c) {
     sub->add_option("--max-num-batched-tokens", c->max_num_batched_tokens, "Tokens per engine step");
     sub->add_option("--max-model-len", c->max_model_len, "Longest context (prompt + output)");
     sub->add_flag("!--no-prefix-caching", c->enable_prefix_caching, "Disable prefix caching");
+    sub->add_option("--speculative-tokens", c->speculative_tokens, "DSpark drafts verified per step (0 = off)");
+    sub->add_option("--tp", c->tp, "Tensor-parallel ranks for attention (under mpirun)");
+    sub->add_option("--ep", c->ep, "Expert-parallel ranks for the routed experts (under mpirun)");
+    sub->add_flag("!--no-engram-shm", c->engram_shared_memory,
+                  "Multi-rank: read the Engram tables from the mapped checkpoint instead of one shared copy per host");
 }
 
 Command make_generate_command() {
@@ -202,7 +210,9 @@ Command make_generate_command() {
         sub->add_option("--stop", o->stop, "Stop string (repeatable)");
         sub->add_flag("--ignore-eos", o->params.ignore_eos, "Keep generating past the end-of-sequence token");
         sub->add_flag("--json", o->json, "Print JSON instead of text");
-        sub->callback([o, exit_code] { *exit_code = run(*o); });
+        sub->callback([o, exit_code] {
+            *exit_code = run_with_ranks(o->engine, [&](dist::Comm* world) { return run(*o, world); });
+        });
     }};
 }
 

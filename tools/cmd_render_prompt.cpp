@@ -37,7 +37,7 @@ Expected<tokenizer::ChatRenderOptions> options_from_json(const nlohmann::ordered
     return o;
 }
 
-Status run(const RenderArgs& args) {
+Status run_unchecked(const RenderArgs& args) {
     std::ifstream in(args.request, std::ios::binary);
     if (!in) return Status(StatusCode::kNotFound, fmt::format("{}: cannot open", args.request));
     std::ostringstream buffer;
@@ -56,6 +56,14 @@ Status run(const RenderArgs& args) {
     nlohmann::json out = {{"prompt", prompt}, {"ids", ids}, {"starts_in_reasoning", tokenizer::prompt_opens_reasoning(prompt)}};
     fmt::print("{}\n", out.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace));
     return Status::ok();
+}
+
+Status run(const RenderArgs& args) {
+    try {
+        return run_unchecked(args);
+    } catch (const nlohmann::json::exception& e) {  // a request field of the wrong type
+        return invalid_argument("{}: {}", args.request, e.what());
+    }
 }
 
 }  // namespace

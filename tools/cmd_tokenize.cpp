@@ -182,8 +182,10 @@ Status run_detokenize(const DetokenizeArgs& args) {
             }
             std::vector<int32_t> ids;
             for (const auto& v : j["ids"]) {
-                if (!v.is_number_integer()) return invalid_argument("{}:{}: ids must be integers", args.jsonl, n);
-                ids.push_back(v.get<int32_t>());
+                if (!v.is_number_integer() || v.get<int64_t>() < INT32_MIN || v.get<int64_t>() > INT32_MAX) {
+                    return invalid_argument("{}:{}: ids must be 32-bit integers", args.jsonl, n);
+                }
+                ids.push_back(static_cast<int32_t>(v.get<int64_t>()));
             }
             Expected<std::string> text = tok.decode(ids, args.skip_special);
             if (!text) return text.status().with_context(fmt::format("{}:{}", args.jsonl, n));

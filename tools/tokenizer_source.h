@@ -15,7 +15,7 @@ struct TokenizerSource {
     std::string tokenizer_file;
 };
 
-// Adds the two mutually exclusive options to `sub`; one of them is required.
+// Adds the two mutually exclusive options to `sub`; with neither, the built-in tiny checkpoint's tokenizer.
 void add_tokenizer_options(CLI::App* sub, TokenizerSource& source);
 
 Expected<tokenizer::Tokenizer> load_tokenizer(const TokenizerSource& source);

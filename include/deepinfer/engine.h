@@ -20,6 +20,9 @@ class Tokenizer;
 namespace model {
 struct ModelConfig;
 }
+namespace dist {
+class Comm;
+}
 
 struct EngineConfig {
     std::string model_dir;                  // empty: the built-in tiny checkpoint
@@ -32,6 +35,12 @@ struct EngineConfig {
     int64_t max_model_len = 0;              // 0: min(max_position_embeddings, what the KV pool holds)
     bool enable_prefix_caching = true;
     int max_waiting = 1024;                 // queued requests beyond this are refused (server: 429)
+    int speculative_tokens = 0;             // DSpark drafts verified per step (0 = off, at most the block size)
+    // Multi-rank replica (launched by mpirun): attention heads over tp ranks, routed experts over ep ranks;
+    // the world size must equal max(tp, ep) and the smaller must divide it. Rank 0 runs the engine.
+    int tp = 1;
+    int ep = 1;
+    bool engram_shared_memory = true;       // multi-rank: one copy of the Engram tables per host (POSIX shm)
 };
 
 struct TokenLogprob {
@@ -73,6 +82,7 @@ struct EngineMetrics {
     int64_t prompt_tokens = 0, generation_tokens = 0;
     int64_t prefix_query_tokens = 0, prefix_hit_tokens = 0;
     int64_t requests_finished = 0, requests_aborted = 0;
+    int64_t spec_draft_tokens = 0, spec_accepted_tokens = 0;  // speculative decoding
     std::vector<double> ttft_seconds, tpot_seconds;           // recent samples (histograms)
 };
 
@@ -80,7 +90,8 @@ class Engine {
    public:
     using Callback = std::function<void(const GenerationOutput&)>;
 
-    static Expected<std::unique_ptr<Engine>> create(const EngineConfig& config);
+    // `world`: the communicator of a multi-rank replica (this process is its rank 0); null for one rank.
+    static Expected<std::unique_ptr<Engine>> create(const EngineConfig& config, dist::Comm* world = nullptr);
     ~Engine();
     Engine(const Engine&) = delete;
     Engine& operator=(const Engine&) = delete;
@@ -112,5 +123,8 @@ class Engine {
     struct Impl;
     std::unique_ptr<Impl> impl_;
 };
+
+// Ranks > 0 of a multi-rank replica: load this rank's shard and replay rank 0's plans until it stops.
+Status run_engine_follower(const EngineConfig& config, dist::Comm& world);
 
 }  // namespace deepinfer

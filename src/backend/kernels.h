@@ -47,6 +47,9 @@ struct Kernels {
     // out[i, j] = bf16( sum_kb (sum_{k in kb} a[i,k] w[j,k]) * sa[i,kb] * sw[j/32,kb] ), K blocks in order
     // (spec §4.3 fp8_gemm). out row stride ldo.
     void (*gemm_fp8)(const Fp8Acts& a, const Fp8Matrix& w, bf16* out, int64_t ldo, ThreadPool& pool);
+    // gemm_fp8 without the final bf16 rounding: fp32 out (row-parallel partial sums under TP). May be null in
+    // a SIMD table; ops falls back to the scalar reference then.
+    void (*gemm_fp8_f32)(const Fp8Acts& a, const Fp8Matrix& w, float* out, int64_t ldo, ThreadPool& pool);
     // Same with MXFP4 weights and per-row 1x32 weight scales (spec §4.3 fp4_gemm).
     void (*gemm_fp4)(const Fp8Acts& a, const Fp4Matrix& w, bf16* out, int64_t ldo, ThreadPool& pool);
     // bf16 x [n, k] times bf16 W [m, k]^T, fp32 accumulation, one rounding to bf16 (torch F.linear on bf16).

@@ -29,4 +29,12 @@ int default_threads() {
 
 std::string tokenizer_dir() { return get("DEEPINFER_TOKENIZER_DIR"); }
 
+int mpi_launcher_world_size() {
+    for (const char* name : {"OMPI_COMM_WORLD_SIZE", "PMI_SIZE", "PMIX_SIZE"}) {
+        std::string value = get(name);
+        if (!value.empty()) return std::atoi(value.c_str());
+    }
+    return 0;
+}
+
 }  // namespace deepinfer::env

@@ -16,4 +16,8 @@ int default_threads();
 // DEEPINFER_TOKENIZER_DIR: directory with a tokenizer.json to use for real-vocabulary tiny checkpoints.
 std::string tokenizer_dir();
 
+// World size announced by an MPI launcher (OMPI_COMM_WORLD_SIZE, PMI_SIZE, PMIX_SIZE); 0 when not launched
+// by one.
+int mpi_launcher_world_size();
+
 }  // namespace deepinfer::env

@@ -47,6 +47,7 @@ void ThreadPool::run_on_all(const std::function<void(int)>& fn) {
         fn(0);
         return;
     }
+    std::lock_guard<std::mutex> call(call_mutex_);
     {
         std::lock_guard<std::mutex> lock(mutex_);
         task_ = &fn;

@@ -23,7 +23,8 @@ class ThreadPool {
     int size() const { return n_threads_; }
 
     // Run fn(begin, end, thread_index) over contiguous chunks of [0, n). Chunks are at least `grain`
-    // long. Blocks until all chunks are done. Not reentrant: a task must not call parallel_for.
+    // long. Blocks until all chunks are done. Not reentrant: a task must not call parallel_for. Calls from
+    // several threads (e.g. ranks of a LocalComm test sharing the global pool) run one after another.
     void parallel_for(size_t n, const std::function<void(size_t, size_t, int)>& fn, size_t grain = 1);
 
     // Run fn(thread_index) once on every thread (thread_index in [0, size())).
@@ -38,6 +39,7 @@ class ThreadPool {
 
     int n_threads_;
     std::vector<std::thread> workers_;
+    std::mutex call_mutex_;  // one caller at a time
     std::mutex mutex_;
     std::condition_variable wake_;
     std::condition_variable done_;

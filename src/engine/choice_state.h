@@ -27,6 +27,10 @@ struct ChoiceState {
     bool finished = false;
     std::string finish_reason;
     bool first_token_sent = false;
+    // Speculative decoding: drafts proposed after the newest token, and the logits they were drawn from.
+    std::vector<int32_t> drafts;
+    std::vector<float> draft_logits;  // [drafts, vocab] (sampling only)
+    bool drafts_appended = false;
     std::chrono::steady_clock::time_point last_token_time;
 
     ChoiceState(uint64_t seed, int index_) : index(index_), rng(seed, static_cast<uint32_t>(index_)) {}

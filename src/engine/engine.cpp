@@ -12,6 +12,8 @@
 #include "core/log.h"
 #include "core/thread_pool.h"
 #include "engine/choice_state.h"
+#include "engine/parallel_setup.h"
+#include "engine/speculative.h"
 #include "model/model.h"
 #include "runner/model_runner.h"
 #include "sched/scheduler.h"
@@ -31,6 +33,8 @@ struct Engine::Impl {
     std::unique_ptr<kv::KvPools> pools;
     std::unique_ptr<sched::Scheduler> scheduler;
     std::unique_ptr<runner::ModelRunner> runner;
+    engine::ParallelSetup parallel;
+    std::unique_ptr<runner::PlanBroadcaster> broadcaster;  // rank 0 of a multi-rank replica
     int64_t max_model_len = 0;
     sample::Scratch scratch;
 
@@ -60,19 +64,112 @@ struct Engine::Impl {
     void finish_choice(ChoiceState& choice);
     bool step();
     void record_metrics();
+    int64_t main_hidden_width() const;
+    void propose_drafts(ChoiceState& choice, sched::Sequence& seq, int64_t pos, int32_t main_hidden_row,
+                        const bf16* main_hidden);
+    static void merge_event(GenerationOutput& into, const GenerationOutput& ev);
 };
+
+int64_t Engine::Impl::main_hidden_width() const {
+    const model::ModelConfig& c = model->config();
+    return static_cast<int64_t>(c.dspark_target_layer_ids.size()) * c.hidden_size;
+}
+
+void Engine::Impl::merge_event(GenerationOutput& into, const GenerationOutput& ev) {
+    into.request_id = ev.request_id;
+    into.index = ev.index;
+    into.token_ids.insert(into.token_ids.end(), ev.token_ids.begin(), ev.token_ids.end());
+    into.text += ev.text;
+    into.logprobs.insert(into.logprobs.end(), ev.logprobs.begin(), ev.logprobs.end());
+    for (const auto& l : ev.logits) into.logits.push_back(l);
+    into.finished = ev.finished;
+    into.finish_reason = ev.finish_reason;
+    into.prompt_tokens = ev.prompt_tokens;
+    into.completion_tokens = ev.completion_tokens;
+}
+
+void Engine::Impl::propose_drafts(ChoiceState& ch, sched::Sequence& seq, int64_t pos, int32_t main_hidden_row,
+                                  const bf16* main_hidden) {
+    const model::ModelConfig& c = model->config();
+    const SamplingParams& p = ch.request->request.params;
+    // No more drafts than the remaining budget of tokens and context can use.
+    int k = std::min(config.speculative_tokens, c.dspark_block_size);
+    k = static_cast<int>(std::min<int64_t>(k, p.max_tokens - static_cast<int64_t>(ch.output.size()) - 1));
+    k = static_cast<int>(std::min<int64_t>(k, max_model_len - static_cast<int64_t>(seq.tokens.size()) - 1));
+    if (k <= 0) return;
+    model::DraftRequest req;
+    req.seq_id = seq.id;
+    req.cache = &seq.cache;
+    req.pos = pos;
+    req.sampled_token = ch.output.back();
+    req.main_hidden = main_hidden;
+    req.temperature = p.temperature;
+    req.seed = ch.rng.seed() ^ (static_cast<uint64_t>(ch.output.size()) * 0x9e3779b97f4a7c15ull) ^ ch.index;
+    model::DraftOutput d;
+    Status s = runner->draft(req, main_hidden_row, &d);
+    if (!s.is_ok()) {
+        log::warn("engine: draft failed for {}: {}", ch.request->request.id, s.to_string());
+        return;
+    }
+    ch.drafts.assign(d.tokens.begin() + 1, d.tokens.begin() + 1 + k);
+    if (p.temperature > 0.0f) ch.draft_logits.assign(d.logits.begin(), d.logits.begin() + static_cast<size_t>(k) * c.vocab_size);
+}
 
 Engine::Engine() : impl_(std::make_unique<Impl>()) {}
 
-Engine::~Engine() { stop(false); }
+Engine::~Engine() {
+    stop(false);
+    if (impl_->broadcaster) {
+        Status s = impl_->broadcaster->shutdown();
+        if (!s.is_ok()) log::error("engine: could not stop the other ranks: {}", s.to_string());
+    }
+}
 
-Expected<std::unique_ptr<Engine>> Engine::create(const EngineConfig& config) {
+namespace {
+
+// KV pool sizes from the config: the window pool holds every running sequence's window plus one prefill
+// chunk; the compressed pool takes the rest of the memory (or num_kv_blocks).
+Expected<runner::PoolGeometry> pool_geometry(const EngineConfig& config, const model::ModelConfig& c,
+                                             const kv::CacheLayout& layout) {
+    runner::PoolGeometry g;
+    g.block_tokens = config.block_tokens;
+    const int64_t T = config.block_tokens;
+    const int64_t per_seq = (c.sliding_window + T - 1) / T + 2;
+    g.window_blocks = static_cast<int32_t>(config.max_num_seqs * per_seq + (config.max_num_batched_tokens + T - 1) / T + 4);
+    int64_t compressed_blocks = config.num_kv_blocks;
+    if (compressed_blocks <= 0) {
+        int64_t memory = config.kv_cache_memory > 0 ? config.kv_cache_memory : (int64_t{1} << 30);
+        int64_t left = memory - int64_t{g.window_blocks} * static_cast<int64_t>(layout.window_block_bytes);
+        if (left <= 0)
+            return invalid_argument("--kv-cache-memory {} bytes cannot hold the window rings of {} sequences ({} bytes)",
+                                    memory, config.max_num_seqs, int64_t{g.window_blocks} * layout.window_block_bytes);
+        compressed_blocks = layout.compressed_block_bytes > 0
+                                ? std::max<int64_t>(1, left / static_cast<int64_t>(layout.compressed_block_bytes))
+                                : int64_t{1} << 20;
+        compressed_blocks = std::min<int64_t>(compressed_blocks, int64_t{1} << 22);
+    }
+    g.compressed_blocks = layout.sources.empty() ? 1 : static_cast<int32_t>(compressed_blocks);
+    return g;
+}
+
+}  // namespace
+
+Status run_engine_follower(const EngineConfig& config, dist::Comm& world) {
+    ThreadPool::set_global_threads(config.threads);
+    DI_ASSIGN_OR_RETURN(std::string dir, tiny::resolve_model_dir(config.model_dir));
+    DI_ASSIGN_OR_RETURN(engine::ParallelSetup setup, engine::make_parallel_setup(config, &world));
+    DI_ASSIGN_OR_RETURN(auto model, model::Model::load(dir, false, setup.plan));
+    return runner::follow_plans(world, *model);
+}
+
+Expected<std::unique_ptr<Engine>> Engine::create(const EngineConfig& config, dist::Comm* world) {
     std::unique_ptr<Engine> e(new Engine());
     Impl& m = *e->impl_;
     m.config = config;
     ThreadPool::set_global_threads(config.threads);
     DI_ASSIGN_OR_RETURN(m.model_dir, tiny::resolve_model_dir(config.model_dir));
-    DI_ASSIGN_OR_RETURN(m.model, model::Model::load(m.model_dir));
+    DI_ASSIGN_OR_RETURN(m.parallel, engine::make_parallel_setup(config, world));
+    DI_ASSIGN_OR_RETURN(m.model, model::Model::load(m.model_dir, true, m.parallel.plan));
     DI_ASSIGN_OR_RETURN(auto tok, tokenizer::Tokenizer::load_file(m.model_dir + "/tokenizer.json"));
     m.tok.emplace(std::move(tok));
     m.model_name = config.model_dir.empty() ? "deepinfer-tiny" : m.model_dir;
@@ -80,24 +177,14 @@ Expected<std::unique_ptr<Engine>> Engine::create(const EngineConfig& config) {
     if (config.block_tokens <= 0 || config.block_tokens % 2 != 0)
         return invalid_argument("--block-tokens must be a positive even number, got {}", config.block_tokens);
     kv::CacheLayout layout = model::make_cache_layout(c, config.block_tokens);
-    // Window pool: every running sequence holds the blocks its window and one prefill chunk span.
+    DI_ASSIGN_OR_RETURN(runner::PoolGeometry geometry, pool_geometry(config, c, layout));
     const int64_t T = config.block_tokens;
-    const int64_t per_seq = (c.sliding_window + T - 1) / T + 2;
-    const int64_t window_blocks = config.max_num_seqs * per_seq + (config.max_num_batched_tokens + T - 1) / T + 4;
-    int64_t compressed_blocks = config.num_kv_blocks;
-    if (compressed_blocks <= 0) {
-        int64_t memory = config.kv_cache_memory > 0 ? config.kv_cache_memory : (int64_t{1} << 30);
-        int64_t left = memory - window_blocks * static_cast<int64_t>(layout.window_block_bytes);
-        if (left <= 0)
-            return invalid_argument("--kv-cache-memory {} bytes cannot hold the window rings of {} sequences ({} bytes)",
-                                    memory, config.max_num_seqs, window_blocks * layout.window_block_bytes);
-        compressed_blocks = layout.compressed_block_bytes > 0
-                                ? std::max<int64_t>(1, left / static_cast<int64_t>(layout.compressed_block_bytes))
-                                : int64_t{1} << 20;
-        compressed_blocks = std::min<int64_t>(compressed_blocks, int64_t{1} << 22);
+    const int64_t window_blocks = geometry.window_blocks, compressed_blocks = geometry.compressed_blocks;
+    m.pools = std::make_unique<kv::KvPools>(layout, geometry.window_blocks, geometry.compressed_blocks);
+    if (world && world->size() > 1) {
+        m.broadcaster = std::make_unique<runner::PlanBroadcaster>(*world, *m.model, *m.pools);
+        DI_RETURN_IF_ERROR(m.broadcaster->send_geometry(geometry));
     }
-    m.pools = std::make_unique<kv::KvPools>(layout, static_cast<int32_t>(window_blocks),
-                                            layout.sources.empty() ? 1 : static_cast<int32_t>(compressed_blocks));
     const int64_t pool_tokens = layout.sources.empty() ? c.max_position_embeddings : compressed_blocks * T - 1;
     m.max_model_len = std::min<int64_t>(c.max_position_embeddings, pool_tokens);
     if (config.max_model_len > 0) {
@@ -106,12 +193,19 @@ Expected<std::unique_ptr<Engine>> Engine::create(const EngineConfig& config) {
                                     config.max_model_len, m.max_model_len);
         m.max_model_len = config.max_model_len;
     }
+    if (config.speculative_tokens < 0 || (config.speculative_tokens > 0 && !c.has_dspark()) ||
+        config.speculative_tokens > std::max(0, c.dspark_block_size))
+        return invalid_argument("--speculative-tokens {}: the checkpoint drafts at most {} tokens{}", config.speculative_tokens,
+                                c.has_dspark() ? c.dspark_block_size : 0, c.has_dspark() ? "" : " (no DSpark blocks)");
+    if (config.speculative_tokens > 0 && config.max_num_batched_tokens < int64_t{config.max_num_seqs} * (config.speculative_tokens + 1))
+        log::warn("engine: --max-num-batched-tokens {} is below max-num-seqs x (speculative tokens + 1); verify chunks "
+                  "that do not fit wait a step", config.max_num_batched_tokens);
     sched::SchedulerConfig sc;
     sc.max_num_seqs = config.max_num_seqs;
     sc.max_num_batched_tokens = config.max_num_batched_tokens;
     sc.enable_prefix_caching = config.enable_prefix_caching;
     m.scheduler = std::make_unique<sched::Scheduler>(sc, *m.pools);
-    m.runner = std::make_unique<runner::ModelRunner>(*m.model, *m.pools);
+    m.runner = std::make_unique<runner::ModelRunner>(*m.model, *m.pools, m.broadcaster.get());
     log::info("engine: {} ({} layers), KV pools: {} window blocks x {:.1f} KB, {} compressed blocks x {:.1f} KB, "
               "max model len {}, {} threads", m.model_dir, c.num_hidden_layers, window_blocks,
               layout.window_block_bytes / 1e3, m.pools->compressed.capacity(), layout.compressed_block_bytes / 1e3,
@@ -189,6 +283,7 @@ void Engine::Impl::admit(std::unique_ptr<RequestState> state) {
 
 void Engine::Impl::finish_choice(ChoiceState& choice) {
     scheduler->finish(choice.seq_id);
+    runner->release(choice.seq_id);
     choice_of_seq.erase(choice.seq_id);
     RequestState& r = *choice.request;
     if (++r.n_finished == static_cast<int>(r.choices.size())) {
@@ -206,6 +301,7 @@ void Engine::Impl::abort_request(const std::string& id) {
         if (ch.finished) continue;
         ch.finished = true;
         scheduler->finish(ch.seq_id);
+        runner->release(ch.seq_id);
         choice_of_seq.erase(ch.seq_id);
         GenerationOutput ev;
         ev.request_id = id;
@@ -248,14 +344,28 @@ void Engine::Impl::drain_inbox() {
 
 bool Engine::Impl::step() {
     drain_inbox();
+    // Drafts proposed last step join their sequences as unverified rows.
+    for (auto& [seq_id, ch] : choice_of_seq) {
+        if (ch->drafts.empty() || ch->drafts_appended) continue;
+        sched::Sequence* seq = scheduler->get(seq_id);
+        for (int32_t d : ch->drafts) scheduler->append_token(seq_id, d);
+        seq->verify_rows = static_cast<int32_t>(ch->drafts.size());
+        ch->drafts_appended = true;
+    }
     sched::SchedulerOutput out = scheduler->schedule();
+    for (int64_t id : out.preempted)  // the scheduler dropped their unverified rows
+        if (auto it = choice_of_seq.find(id); it != choice_of_seq.end()) {
+            it->second->drafts.clear();
+            it->second->draft_logits.clear();
+            it->second->drafts_appended = false;
+        }
     if (out.empty()) {
         std::lock_guard<std::mutex> lock(metrics_mutex);
         record_metrics();
         return false;
     }
     runner::RunnerOutput ro;
-    Status s = runner->run(out, [&](int64_t id) { return scheduler->get(id); }, false, &ro);
+    Status s = runner->run(out, [&](int64_t id) { return scheduler->get(id); }, config.speculative_tokens > 0, &ro);
     if (!s.is_ok()) {
         // A failed forward is an internal error: fail the affected requests, keep serving.
         log::error("engine: forward failed: {}", s.to_string());
@@ -269,6 +379,7 @@ bool Engine::Impl::step() {
     const model::ModelConfig& c = model->config();
     const auto now = std::chrono::steady_clock::now();
     int64_t new_prompt_tokens = 0, new_gen = 0;
+    int64_t drafted = 0, accepted_total = 0;
     for (size_t i = 0; i < out.chunks.size(); ++i) {
         const auto& chunk = out.chunks[i];
         auto it = choice_of_seq.find(chunk.seq_id);
@@ -277,34 +388,72 @@ bool Engine::Impl::step() {
         sched::Sequence* seq = scheduler->get(chunk.seq_id);
         new_prompt_tokens += std::max<int64_t>(0, std::min<int64_t>(seq->n_prompt, chunk.start_pos + chunk.n_tokens) - chunk.start_pos);
         if (ro.logit_of[i] < 0) continue;
-        const float* logits = ro.logits.data() + static_cast<size_t>(ro.logit_of[i]) * c.vocab_size;
-        sample::SampledToken tok = engine::choose_token(ch, logits, c.vocab_size, c.eos_token_id, scratch);
-        scheduler->append_token(ch.seq_id, tok.token);
-        const int64_t seq_len = static_cast<int64_t>(seq->tokens.size());
-        GenerationOutput ev = engine::advance(ch, tok, c.eos_token_id, seq_len, max_model_len, logits, c.vocab_size);
-        ++new_gen;
+        const int32_t rows = ro.logit_count[i];
+        const int32_t k = rows - 1;  // drafts being verified (0 for a plain chunk)
+        const int64_t base_len = static_cast<int64_t>(seq->tokens.size()) - k;  // committed tokens before drafts
+        // Commit tokens row by row: accepted drafts, then the target's token at the first rejection (or after
+        // the last draft). Stop conditions end the choice at any of them.
+        GenerationOutput event;
+        int32_t accepted = 0, last_row = 0;
+        for (int32_t row = 0; row < rows && !ch.finished; ++row) {
+            const float* logits = ro.logits.data() + static_cast<size_t>(ro.logit_of[i] + row) * c.vocab_size;
+            bool accept = false;
+            sample::SampledToken tok =
+                row < k ? engine::verify_row(ch, logits, c.vocab_size, c.eos_token_id, ch.drafts[row],
+                                             ch.draft_logits.empty() ? nullptr : ch.draft_logits.data() + static_cast<size_t>(row) * c.vocab_size,
+                                             ch.request->request.params.temperature, scratch, &accept)
+                        : engine::choose_token(ch, logits, c.vocab_size, c.eos_token_id, scratch);
+            last_row = row;
+            const int64_t seq_len = base_len + row + 1;
+            GenerationOutput ev = engine::advance(ch, tok, c.eos_token_id, seq_len, max_model_len, logits, c.vocab_size);
+            merge_event(event, ev);
+            ++new_gen;
+            if (!accept) break;
+            ++accepted;
+        }
+        if (k > 0) {
+            // Keep the verified positions (the row before the drafts and the accepted drafts); drop the rest.
+            scheduler->truncate(ch.seq_id, base_len + accepted);
+            seq->verify_rows = 0;
+            drafted += k;
+            accepted_total += accepted;
+        }
+        ch.drafts.clear();
+        ch.draft_logits.clear();
+        ch.drafts_appended = false;
+        if (!ch.finished) scheduler->append_token(ch.seq_id, ch.output.back());
         RequestState& r = *ch.request;
         {
             std::lock_guard<std::mutex> lock(metrics_mutex);
             if (!ch.first_token_sent) {
                 double ttft = std::chrono::duration<double>(now - r.arrival).count();
                 metrics.ttft_seconds.push_back(ttft);
-                ev.time_to_first_token = ttft;
+                event.time_to_first_token = ttft;
             } else {
-                metrics.tpot_seconds.push_back(std::chrono::duration<double>(now - ch.last_token_time).count());
+                metrics.tpot_seconds.push_back(std::chrono::duration<double>(now - ch.last_token_time).count() /
+                                               static_cast<double>(event.token_ids.size()));
             }
             if (metrics.ttft_seconds.size() > 4096) metrics.ttft_seconds.erase(metrics.ttft_seconds.begin(), metrics.ttft_seconds.begin() + 2048);
             if (metrics.tpot_seconds.size() > 4096) metrics.tpot_seconds.erase(metrics.tpot_seconds.begin(), metrics.tpot_seconds.begin() + 2048);
         }
         ch.first_token_sent = true;
         ch.last_token_time = now;
-        if (ch.output.size() == 1 && ch.index == 0) r.cached_prompt_tokens = seq->prefix_hit_tokens;
-        r.callback(ev);
+        if (ch.output.size() == event.token_ids.size() && ch.index == 0) r.cached_prompt_tokens = seq->prefix_hit_tokens;
+        event.cached_prompt_tokens = r.cached_prompt_tokens;
+        // Propose drafts for the next step from the row whose logits gave the newest token.
+        if (!ch.finished && config.speculative_tokens > 0 && r.request.forced_output.empty()) {
+            const int64_t draft_pos = base_len - 1 + last_row;
+            const bf16* hidden = ro.main_hidden.data() + static_cast<size_t>(ro.logit_of[i] + last_row) * main_hidden_width();
+            propose_drafts(ch, *seq, draft_pos, ro.logit_of[i] + last_row, hidden);
+        }
+        r.callback(event);
         if (ch.finished) finish_choice(ch);
     }
     std::lock_guard<std::mutex> lock(metrics_mutex);
     metrics.prompt_tokens += new_prompt_tokens;
     metrics.generation_tokens += new_gen;
+    metrics.spec_draft_tokens += drafted;
+    metrics.spec_accepted_tokens += accepted_total;
     record_metrics();
     return true;
 }

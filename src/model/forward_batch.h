@@ -11,6 +11,7 @@
 namespace deepinfer::model {
 
 struct SeqChunk {
+    int64_t seq_id = 0;                  // stable id (followers of a multi-rank plan key their caches by it)
     kv::SequenceCache* cache = nullptr;  // records for [start_pos, start_pos + n_rows) are written here
     int64_t start_pos = 0;
     int32_t row_begin = 0;               // first row of this chunk in ForwardBatch::tokens
@@ -37,6 +38,7 @@ struct ForwardOutput {
 
 // One DSpark drafting pass (spec §7.2) for a sequence whose backbone forward just ran at position pos.
 struct DraftRequest {
+    int64_t seq_id = 0;
     kv::SequenceCache* cache = nullptr;
     int64_t pos = 0;                  // position of the backbone row that produced main_hidden
     int32_t sampled_token = 0;        // the token the backbone sampled for position pos + 1

@@ -13,6 +13,7 @@
 #include "model/config.h"
 #include "model/engram_hash.h"
 #include "model/forward_batch.h"
+#include "model/parallel.h"
 #include "model/weights.h"
 #include "ops/rope.h"
 
@@ -25,14 +26,19 @@ class Model {
    public:
     // Load config.json, the safetensors shards (census-checked, mmap'd) and tokenizer.json (for the
     // Engram token map) from a checkpoint directory. Prints progress.
-    static Expected<std::unique_ptr<Model>> load(const std::string& dir, bool progress = true);
+    // Under TP/EP (plan), each rank keeps its shard of the weights; every rank of the groups must then run
+    // the same forward calls in the same order (they exchange partial sums).
+    static Expected<std::unique_ptr<Model>> load(const std::string& dir, bool progress = true,
+                                                 const ParallelPlan& plan = {});
     // From parts (tests): engram_token_map maps every token id to its compressed class (spec §5.5.1).
     static Expected<std::unique_ptr<Model>> create(ModelConfig config, std::unique_ptr<loader::TensorStore> store,
-                                                   std::vector<int32_t> engram_token_map);
+                                                   std::vector<int32_t> engram_token_map,
+                                                   const ParallelPlan& plan = {});
 
     const ModelConfig& config() const { return config_; }
     const kv::CacheLayout& cache_layout() const { return layout_; }
     const std::vector<int32_t>& engram_token_map() const { return token_map_; }
+    const ParallelPlan& parallel_plan() const { return plan_; }
 
     // Run the backbone over the batch. Blocks for every written position must exist
     // (SequenceCache::ensure_blocks); each chunk's cache length becomes start_pos + n_rows.
@@ -58,6 +64,13 @@ class Model {
     void dspark_attention(kv::KvPools& pools, const DraftRequest& request, int block, const bf16* x, bf16* out);
     void write_dspark_rings(kv::KvPools& pools, const ForwardBatch& batch, const bf16* main_hidden);
     const ops::Rope& rope_for(int block) const { return config_.roles[block].yarn ? rope_yarn_ : rope_plain_; }
+    int local_heads() const { return config_.num_attention_heads / plan_.tp_size; }
+    int local_groups() const { return config_.o_groups / plan_.tp_size; }
+    // Sum a partial result over a group (TP attention output, EP expert sum); a failure is kept in
+    // comm_status_ and reported by forward()/draft(): the group can no longer be used.
+    void all_reduce(dist::Comm* comm, float* data, size_t count);
+    // Grouped low-rank output of the local heads (wo_a bf16 per group, then wo_b, summed over TP).
+    void output_projection(const BlockWeights& w, const bf16* o, int64_t n, bf16* out);
 
     ModelConfig config_;
     kv::CacheLayout layout_;
@@ -66,6 +79,8 @@ class Model {
     int32_t engram_pad_cid_ = 0;
     EngramLayout engram_layout_;
     ops::Rope rope_plain_, rope_yarn_;
+    ParallelPlan plan_;
+    Status comm_status_;
 };
 
 }  // namespace deepinfer::model

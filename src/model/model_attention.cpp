@@ -17,7 +17,7 @@ void Model::attention(Forward& f, int L, const bf16* x, bf16* out) {
     const BlockWeights& w = weights_->blocks[L];
     const LayerRole& role = c.roles[L];
     const ops::Rope& rope = rope_for(L);
-    const int H = c.num_attention_heads, hd = c.head_dim, rd = c.qk_rope_head_dim, D = c.hidden_size;
+    const int H = local_heads(), hd = c.head_dim, rd = c.qk_rope_head_dim, D = c.hidden_size;
     const int ql = c.q_lora_rank, W = c.sliding_window;
     const int64_t n = f.n;
     const float eps = static_cast<float>(c.rms_norm_eps);
@@ -106,19 +106,34 @@ void Model::attention(Forward& f, int L, const bf16* x, bf16* out) {
 
     // Inverse RoPE at the query position, then the grouped low-rank output (spec §5.3.7).
     for (int64_t i = 0; i < n; ++i) rope.apply(o.data() + i * H * hd + (hd - rd), H, hd, f.positions[i], true);
-    const int G = c.o_groups, R = c.o_lora_rank;
-    const int64_t Kg = static_cast<int64_t>(H) * hd / G;
+    output_projection(w, o.data(), n, out);
+    (void)D;
+}
+
+void Model::output_projection(const BlockWeights& w, const bf16* o, int64_t n, bf16* out) {
+    const ModelConfig& c = config_;
+    const int G = local_groups(), R = c.o_lora_rank, D = c.hidden_size;
+    const int64_t Kg = static_cast<int64_t>(local_heads()) * c.head_dim / G;
     std::vector<bf16> group_in(n * Kg), group_out(n * R), low_rank(n * G * R);
     for (int g = 0; g < G; ++g) {
         for (int64_t i = 0; i < n; ++i)
-            std::copy(o.begin() + i * H * hd + g * Kg, o.begin() + i * H * hd + (g + 1) * Kg, group_in.begin() + i * Kg);
+            std::copy(o + i * G * Kg + g * Kg, o + i * G * Kg + (g + 1) * Kg, group_in.begin() + i * Kg);
         backend::Bf16Matrix wg{w.wo_a.data + static_cast<int64_t>(g) * R * Kg, R, Kg};
         ops::linear_bf16(group_in.data(), n, wg, group_out.data());
         for (int64_t i = 0; i < n; ++i)
             std::copy(group_out.begin() + i * R, group_out.begin() + (i + 1) * R, low_rank.begin() + i * G * R + g * R);
     }
-    ops::linear_fp8(low_rank.data(), n, w.wo_b, out);
-    (void)D;
+    if (plan_.tp_size == 1) {
+        ops::linear_fp8(low_rank.data(), n, w.wo_b, out);
+        return;
+    }
+    // Row-parallel wo_b: fp32 partial sums added over the group, one rounding to bf16. (The reference's
+    // RowParallelLinear rounds each rank's partial to bf16 first; with cancelling partials that moves the
+    // logits far from the one-rank result, which is what the goldens define, so we keep fp32.)
+    std::vector<float> partial(n * D);
+    ops::linear_fp8_f32(low_rank.data(), n, w.wo_b, partial.data());
+    all_reduce(plan_.tp, partial.data(), partial.size());
+    ops::f32_to_bf16(partial.data(), n * D, out);
 }
 
 }  // namespace deepinfer::model

@@ -41,11 +41,25 @@ kv::CacheLayout make_cache_layout(const ModelConfig& c, int block_tokens) {
 }
 
 Expected<std::unique_ptr<Model>> Model::create(ModelConfig config, std::unique_ptr<loader::TensorStore> store,
-                                               std::vector<int32_t> engram_token_map) {
+                                               std::vector<int32_t> engram_token_map, const ParallelPlan& plan) {
     std::unique_ptr<Model> m(new Model());
     m->config_ = std::move(config);
     const ModelConfig& c = m->config_;
-    DI_ASSIGN_OR_RETURN(m->weights_, bind_weights(c, std::move(store)));
+    // TP shards whole wo_a groups (and their heads); EP whole experts. Quantization blocks stay whole.
+    if (plan.tp_size < 1 || plan.ep_size < 1 || (plan.tp_size > 1 && !plan.tp) || (plan.ep_size > 1 && !plan.ep))
+        return invalid_argument("parallel plan: tp {} / ep {} without communicators", plan.tp_size, plan.ep_size);
+    if (c.o_groups % plan.tp_size != 0)
+        return invalid_argument("--tp {}: must divide o_groups {} (each rank owns whole output groups)", plan.tp_size,
+                                c.o_groups);
+    if ((int64_t{c.num_attention_heads} / plan.tp_size * c.head_dim) % 32 != 0 ||
+        (int64_t{c.o_groups} / plan.tp_size * c.o_lora_rank) % 32 != 0)
+        return invalid_argument("--tp {}: the per-rank slices of wq_b / wo_b are not whole 32x32 blocks", plan.tp_size);
+    for (int b = 0; b < c.n_blocks(); ++b)
+        if (c.roles[b].n_routed_experts % plan.ep_size != 0)
+            return invalid_argument("--ep {}: must divide the {} experts of {}", plan.ep_size, c.roles[b].n_routed_experts,
+                                    c.block_prefix(b));
+    m->plan_ = plan;
+    DI_ASSIGN_OR_RETURN(m->weights_, bind_weights(c, std::move(store), plan));
     m->layout_ = make_cache_layout(c);
     if (!c.engram_layer_ids.empty()) {
         if (static_cast<int64_t>(engram_token_map.size()) < c.vocab_size)
@@ -67,6 +81,12 @@ Expected<std::unique_ptr<Model>> Model::create(ModelConfig config, std::unique_p
     m->rope_plain_ = ops::Rope(plain);
     m->rope_yarn_ = ops::Rope(yarn);
     return m;
+}
+
+void Model::all_reduce(dist::Comm* comm, float* data, size_t count) {
+    if (comm == nullptr || !comm_status_.is_ok()) return;
+    Status s = comm->all_reduce_sum(data, count);
+    if (!s.is_ok()) comm_status_ = s.with_context("model all-reduce");
 }
 
 }  // namespace deepinfer::model

@@ -73,7 +73,7 @@ void Model::dspark_attention(kv::KvPools& pools, const DraftRequest& req, int b,
     const ModelConfig& c = config_;
     const BlockWeights& w = weights_->blocks[b];
     const ops::Rope& rope = rope_for(b);
-    const int H = c.num_attention_heads, hd = c.head_dim, rd = c.qk_rope_head_dim, ql = c.q_lora_rank;
+    const int H = local_heads(), hd = c.head_dim, rd = c.qk_rope_head_dim, ql = c.q_lora_rank;
     const int W = c.sliding_window, B = c.dspark_block_size;
     const float eps = static_cast<float>(c.rms_norm_eps);
     const int64_t p = req.pos;
@@ -110,18 +110,7 @@ void Model::dspark_attention(kv::KvPools& pools, const DraftRequest& req, int b,
                                           o.data(), ThreadPool::global());
     for (int r = 0; r < B; ++r) rope.apply(o.data() + r * H * hd + (hd - rd), H, hd, p + 1 + r, true);
 
-    const int G = c.o_groups, R = c.o_lora_rank;
-    const int64_t Kg = static_cast<int64_t>(H) * hd / G;
-    std::vector<bf16> group_in(B * Kg), group_out(B * R), low_rank(B * G * R);
-    for (int g = 0; g < G; ++g) {
-        for (int r = 0; r < B; ++r)
-            std::copy(o.begin() + r * H * hd + g * Kg, o.begin() + r * H * hd + (g + 1) * Kg, group_in.begin() + r * Kg);
-        backend::Bf16Matrix wg{w.wo_a.data + static_cast<int64_t>(g) * R * Kg, R, Kg};
-        ops::linear_bf16(group_in.data(), B, wg, group_out.data());
-        for (int r = 0; r < B; ++r)
-            std::copy(group_out.begin() + r * R, group_out.begin() + (r + 1) * R, low_rank.begin() + r * G * R + g * R);
-    }
-    ops::linear_fp8(low_rank.data(), B, w.wo_b, out);
+    output_projection(w, o.data(), B, out);
 }
 
 Status Model::draft(kv::KvPools& pools, const DraftRequest& req, DraftOutput* out) {
@@ -177,7 +166,7 @@ Status Model::draft(kv::KvPools& pools, const DraftRequest& req, DraftOutput* ou
         std::copy(e.begin(), e.end(), features.begin() + D);
         ops::linear_f32(features.data(), 1, last.confidence_proj, &out->confidence[i]);
     }
-    return Status::ok();
+    return comm_status_;
 }
 
 }  // namespace deepinfer::model

@@ -14,6 +14,7 @@ namespace deepinfer::model {
 Status Model::forward(kv::KvPools& pools, const ForwardBatch& batch, ForwardOutput* out) {
     const ModelConfig& c = config_;
     const int D = c.hidden_size, hc = c.hc_mult;
+    if (!comm_status_.is_ok()) return comm_status_;
     Forward f(pools, batch);
     f.n = static_cast<int64_t>(batch.tokens.size());
     f.positions.resize(f.n);
@@ -114,7 +115,7 @@ Status Model::forward(kv::KvPools& pools, const ForwardBatch& batch, ForwardOutp
                         n_targets * D * sizeof(bf16));
     }
     if (batch.dspark_rings && c.has_dspark()) write_dspark_rings(pools, batch, f.taps.data());
-    return Status::ok();
+    return comm_status_;
 }
 
 }  // namespace deepinfer::model

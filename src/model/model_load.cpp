@@ -8,7 +8,7 @@
 
 namespace deepinfer::model {
 
-Expected<std::unique_ptr<Model>> Model::load(const std::string& dir, bool progress) {
+Expected<std::unique_ptr<Model>> Model::load(const std::string& dir, bool progress, const ParallelPlan& plan) {
     const auto t0 = std::chrono::steady_clock::now();
     DI_ASSIGN_OR_RETURN(ModelConfig config, load_model_config(dir + "/config.json"));
     if (progress) log::info("loading {}: mapping safetensors shards", dir);
@@ -23,7 +23,7 @@ Expected<std::unique_ptr<Model>> Model::load(const std::string& dir, bool progre
         int32_t n_classes = 0;
         DI_ASSIGN_OR_RETURN(token_map, tokenizer::build_engram_token_map(tok, config.vocab_size, &n_classes));
     }
-    auto model = create(std::move(config), std::make_unique<loader::TensorStore>(std::move(store)), std::move(token_map));
+    auto model = create(std::move(config), std::make_unique<loader::TensorStore>(std::move(store)), std::move(token_map), plan);
     if (model && progress)
         log::info("loading {}: ready in {:.2f} s", dir, std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count());
     return model;

@@ -71,7 +71,7 @@ void Model::moe(int block_index, const bf16* x, int64_t n, bf16* out) {
     std::vector<int64_t> rows;
     std::vector<float> row_weight;
     std::vector<bf16> xin, gate, up, h, eo;
-    for (int e = 0; e < E; ++e) {
+    for (int e = w.expert_begin; e < w.expert_end; ++e) {  // this rank's experts (all of them without EP)
         rows.clear();
         row_weight.clear();
         for (int64_t i = 0; i < n; ++i)
@@ -95,6 +95,9 @@ void Model::moe(int block_index, const bf16* x, int64_t n, bf16* out) {
         for (int64_t r = 0; r < m; ++r)
             for (int k = 0; k < D; ++k) y[rows[r] * D + k] += bf16_to_float(eo[r * D + k]);
     }
+
+    // Expert parallelism: the partial sums of every rank's experts, added in fp32 (the reference's all_reduce).
+    if (plan_.ep_size > 1) all_reduce(plan_.ep, y.data(), y.size());
 
     // Shared expert on every row, added last.
     gate.resize(n * I);

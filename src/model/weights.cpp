@@ -2,6 +2,9 @@
 #include "model/weights.h"
 
 #include <fmt/format.h>
+#include <unistd.h>
+
+#include <cstring>
 
 #include "core/check.h"
 #include "core/log.h"
@@ -44,24 +47,48 @@ class Binder {
     const loader::TensorStore& store_;
 };
 
-// W[o, i] = bf16(e4m3(q[o, i]) * 2^(s[o/32, i/32] - 127)), the product in fp32 (convert.py).
-std::vector<bf16> dequantize_fp8(const Fp8Matrix& m) {
-    std::vector<bf16> out(static_cast<size_t>(m.rows * m.cols));
+// Rows [r0, r0 + n) of block-scaled fp8 weights: a view (r0 and n are multiples of 32, or n reaches the end).
+Fp8Matrix fp8_rows(const Fp8Matrix& m, int64_t r0, int64_t n) {
     const int64_t scale_cols = (m.cols + 31) / 32;
-    ThreadPool::global().parallel_for(static_cast<size_t>(m.rows), [&](size_t b, size_t e, int) {
-        for (size_t o = b; o < e; ++o)
+    return {m.codes + r0 * m.cols, m.scales + (r0 / 32) * scale_cols, n, m.cols};
+}
+
+// Columns [c0, c0 + n) of block-scaled fp8 weights, copied (c0 and n multiples of 32).
+Fp8Matrix fp8_columns(const Fp8Matrix& m, int64_t c0, int64_t n, std::vector<std::vector<uint8_t>>* owned) {
+    const int64_t scale_cols = (m.cols + 31) / 32, scale_rows = (m.rows + 31) / 32;
+    std::vector<uint8_t> codes(static_cast<size_t>(m.rows * n)), scales(static_cast<size_t>(scale_rows * (n / 32)));
+    for (int64_t r = 0; r < m.rows; ++r) std::copy(m.codes + r * m.cols + c0, m.codes + r * m.cols + c0 + n, codes.begin() + r * n);
+    for (int64_t r = 0; r < scale_rows; ++r)
+        std::copy(m.scales + r * scale_cols + c0 / 32, m.scales + r * scale_cols + (c0 + n) / 32, scales.begin() + r * (n / 32));
+    owned->push_back(std::move(codes));
+    const uint8_t* c = owned->back().data();
+    owned->push_back(std::move(scales));
+    return {c, owned->back().data(), m.rows, n};
+}
+
+// W[o, i] = bf16(e4m3(q[o, i]) * 2^(s[o/32, i/32] - 127)), the product in fp32 (convert.py), rows [r0, r0+n).
+std::vector<bf16> dequantize_fp8(const Fp8Matrix& m, int64_t r0, int64_t n) {
+    std::vector<bf16> out(static_cast<size_t>(n * m.cols));
+    const int64_t scale_cols = (m.cols + 31) / 32;
+    ThreadPool::global().parallel_for(static_cast<size_t>(n), [&](size_t b, size_t e, int) {
+        for (size_t local = b; local < e; ++local) {
+            const int64_t o = r0 + static_cast<int64_t>(local);
             for (int64_t i = 0; i < m.cols; ++i) {
                 float s = e8m0_to_float(m.scales[(o / 32) * scale_cols + i / 32]);
-                out[o * m.cols + i] = float_to_bf16(e4m3_to_float(m.codes[o * m.cols + i]) * s);
+                out[local * m.cols + i] = float_to_bf16(e4m3_to_float(m.codes[o * m.cols + i]) * s);
             }
+        }
     });
     return out;
 }
 
 }  // namespace
 
-Expected<std::unique_ptr<ModelWeights>> bind_weights(const ModelConfig& c, std::unique_ptr<loader::TensorStore> store) {
+Expected<std::unique_ptr<ModelWeights>> bind_weights(const ModelConfig& c, std::unique_ptr<loader::TensorStore> store,
+                                                     const ParallelPlan& plan) {
     DI_RETURN_IF_ERROR(check_checkpoint(c, *store, nullptr));
+    const int64_t hd = c.head_dim, R = c.o_lora_rank;
+    const int64_t local_heads = c.num_attention_heads / plan.tp_size, local_groups = c.o_groups / plan.tp_size;
     auto w = std::make_unique<ModelWeights>();
     Binder bind(*store);
     w->embed = bind.ptr<bf16>("embed.weight");
@@ -80,16 +107,18 @@ Expected<std::unique_ptr<ModelWeights>> bind_weights(const ModelConfig& c, std::
         B.hc_ffn_base = bind.ptr<float>(P + ".hc_ffn_base");
         B.hc_attn_scale = bind.ptr<float>(P + ".hc_attn_scale");
         B.hc_ffn_scale = bind.ptr<float>(P + ".hc_ffn_scale");
-        B.attn_sink = bind.ptr<float>(P + ".attn.attn_sink");
+        B.attn_sink = bind.ptr<float>(P + ".attn.attn_sink") + plan.tp_rank * local_heads;
         B.q_norm = bind.ptr<bf16>(P + ".attn.q_norm.weight");
         B.kv_norm = bind.ptr<bf16>(P + ".attn.kv_norm.weight");
         B.wq_a = bind.fp8(P + ".attn.wq_a");
-        B.wq_b = bind.fp8(P + ".attn.wq_b");
+        B.wq_b = fp8_rows(bind.fp8(P + ".attn.wq_b"), plan.tp_rank * local_heads * hd, local_heads * hd);
         B.wkv = bind.fp8(P + ".attn.wkv");
         B.wo_b = bind.fp8(P + ".attn.wo_b");
+        if (plan.tp_size > 1)
+            B.wo_b = fp8_columns(B.wo_b, plan.tp_rank * local_groups * R, local_groups * R, &w->owned_bytes);
         Fp8Matrix wo_a = bind.fp8(P + ".attn.wo_a");
-        w->owned.push_back(dequantize_fp8(wo_a));
-        B.wo_a = {w->owned.back().data(), wo_a.rows, wo_a.cols};
+        w->owned.push_back(dequantize_fp8(wo_a, plan.tp_rank * local_groups * R, local_groups * R));
+        B.wo_a = {w->owned.back().data(), local_groups * R, wo_a.cols};
         if (role.kv_source) {
             B.compressor_wkv = bind.bf16m(P + ".attn.compressor.wkv.weight");
             if (role.compress_ratio > 1) B.compressor_wgate = bind.bf16m(P + ".attn.compressor.wgate.weight");
@@ -105,7 +134,10 @@ Expected<std::unique_ptr<ModelWeights>> bind_weights(const ModelConfig& c, std::
         B.gate_bias = bind.ptr<float>(P + ".ffn.gate.bias");
         B.gate_bias_vl = bind.ptr<float>(P + ".ffn.gate.bias_vl");
         B.experts.resize(role.n_routed_experts);
-        for (int e = 0; e < role.n_routed_experts; ++e) {
+        const int local_experts = role.n_routed_experts / plan.ep_size;
+        B.expert_begin = plan.ep_rank * local_experts;
+        B.expert_end = B.expert_begin + local_experts;
+        for (int e = B.expert_begin; e < B.expert_end; ++e) {
             std::string X = fmt::format("{}.ffn.experts.{}", P, e);
             B.experts[e] = {bind.fp4(X + ".w1"), bind.fp4(X + ".w2"), bind.fp4(X + ".w3")};
         }
@@ -114,9 +146,23 @@ Expected<std::unique_ptr<ModelWeights>> bind_weights(const ModelConfig& c, std::
         B.shared_w3 = bind.fp8(P + ".ffn.shared_experts.w3");
         if (role.engram) {
             const auto& table = bind.get(P + ".engram.embed.weight");
+            const auto& scale = bind.get(P + ".engram.embed.scale");
             B.engram_table = table.data;
             B.engram_rows = table.shape[0];
-            B.engram_scale = bind.ptr<uint8_t>(P + ".engram.embed.scale");
+            B.engram_scale = scale.data;
+            if (plan.host && plan.host->size() > 1) {
+                // One copy per host (spec: ~200 GB of tables): the host's first rank fills shared memory.
+                int64_t leader_pid = getpid();
+                DI_RETURN_IF_ERROR(plan.host->broadcast(&leader_pid, sizeof(leader_pid), 0));
+                for (const auto* t : {&table, &scale}) {
+                    const std::string key = fmt::format("{}-engram-{}-{}", leader_pid, b, t == &table ? "table" : "scale");
+                    DI_ASSIGN_OR_RETURN(auto region, dist::share_on_host(*plan.host, key, t->nbytes, [&](uint8_t* dst) {
+                                            std::memcpy(dst, t->data, t->nbytes);
+                                        }));
+                    (t == &table ? B.engram_table : B.engram_scale) = region->data();
+                    w->shared.push_back(std::move(region));
+                }
+            }
             B.engram_wkv = bind.fp8(P + ".engram.wkv");
             B.engram_q_weight = bind.ptr<bf16>(P + ".engram.q_weight");
             B.engram_k_weight = bind.ptr<bf16>(P + ".engram.k_weight");

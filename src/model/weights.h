@@ -10,6 +10,8 @@
 #include "backend/kernels.h"
 #include "loader/safetensors.h"
 #include "model/config.h"
+#include "dist/host_shm.h"
+#include "model/parallel.h"
 
 namespace deepinfer::model {
 
@@ -31,7 +33,7 @@ struct BlockWeights {
     const float* hc_attn_scale = nullptr;  // [3]
     const float* hc_ffn_scale = nullptr;
     // attention
-    const float* attn_sink = nullptr;  // [heads]
+    const float* attn_sink = nullptr;  // [local heads]
     const bf16* q_norm = nullptr;      // [q_lora]
     const bf16* kv_norm = nullptr;     // [head_dim]
     Fp8Matrix wq_a, wq_b, wkv, wo_b;
@@ -48,7 +50,8 @@ struct BlockWeights {
     Bf16Matrix gate;                   // [experts, hidden]
     const float* gate_bias = nullptr;  // [experts]
     const float* gate_bias_vl = nullptr;
-    std::vector<ExpertWeights> experts;
+    std::vector<ExpertWeights> experts;  // [n_routed_experts]; only [expert_begin, expert_end) bound
+    int expert_begin = 0, expert_end = 0;
     Fp8Matrix shared_w1, shared_w2, shared_w3;
     // Engram
     const uint8_t* engram_table = nullptr;  // e4m3 [rows, engram_head_dim]
@@ -70,16 +73,20 @@ struct ModelWeights {
     Bf16Matrix head;              // [vocab, hidden]
     const bf16* norm = nullptr;   // [hidden]
     std::vector<BlockWeights> blocks;
-    std::vector<std::vector<bf16>> owned;  // load-time transformed tensors (wo_a)
+    std::vector<std::vector<bf16>> owned;           // load-time transformed tensors (wo_a)
+    std::vector<std::vector<uint8_t>> owned_bytes;  // repacked shards (wo_b column slices under TP)
     std::unique_ptr<loader::TensorStore> store;
+    std::vector<std::unique_ptr<dist::SharedRegion>> shared;  // Engram tables shared by the host's ranks
 };
 
 struct LoadProgress {
     bool print = true;
 };
 
-// Census-check `store` against `config` and bind every tensor. Takes ownership of the store.
+// Census-check `store` against `config` and bind every tensor, keeping this rank's shard under `plan`
+// (local heads / groups of attention, local experts). Takes ownership of the store.
 Expected<std::unique_ptr<ModelWeights>> bind_weights(const ModelConfig& config,
-                                                     std::unique_ptr<loader::TensorStore> store);
+                                                     std::unique_ptr<loader::TensorStore> store,
+                                                     const ParallelPlan& plan = {});
 
 }  // namespace deepinfer::model

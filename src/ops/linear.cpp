@@ -32,6 +32,13 @@ void linear_fp8(const bf16* x, int64_t n, const Fp8Matrix& w, bf16* y) {
     backend::active_kernels().gemm_fp8(a, w, y, w.rows, ThreadPool::global());
 }
 
+void linear_fp8_f32(const bf16* x, int64_t n, const Fp8Matrix& w, float* y) {
+    if (n == 0) return;
+    auto a = quantize(x, n, w.cols);
+    const auto& k = backend::active_kernels();
+    (k.gemm_fp8_f32 ? k.gemm_fp8_f32 : backend::ref::kernels().gemm_fp8_f32)(a, w, y, w.rows, ThreadPool::global());
+}
+
 void linear_fp4(const bf16* x, int64_t n, const Fp4Matrix& w, bf16* y) {
     if (n == 0) return;
     auto a = quantize(x, n, w.cols);

@@ -13,6 +13,8 @@ using backend::Fp8Matrix;
 
 // bf16 x [n, k] -> act_quant (fp8 per 1x32, power-of-two scales) -> block-scaled GEMM -> bf16 y [n, m].
 void linear_fp8(const bf16* x, int64_t n, const Fp8Matrix& w, bf16* y);
+// linear_fp8 with fp32 output (no bf16 rounding): row-parallel partial sums under tensor parallelism.
+void linear_fp8_f32(const bf16* x, int64_t n, const Fp8Matrix& w, float* y);
 // Same with MXFP4 weights (routed experts).
 void linear_fp4(const bf16* x, int64_t n, const Fp4Matrix& w, bf16* y);
 // bf16 x bf16 -> bf16 (fp32 accumulation), torch F.linear on bf16 tensors.

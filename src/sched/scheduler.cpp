@@ -48,6 +48,10 @@ bool Scheduler::allocate(Sequence& seq, int64_t end) {
 
 void Scheduler::preempt(Sequence& seq) {
     seq.cache.release_all(pools_);
+    if (seq.verify_rows > 0) {  // unverified drafts are not part of the sequence
+        seq.tokens.resize(seq.tokens.size() - seq.verify_rows);
+        seq.verify_rows = 0;
+    }
     seq.registered_blocks = 0;
     seq.state = SeqState::kWaiting;
     ++seq.n_preemptions;
@@ -65,8 +69,8 @@ SchedulerOutput Scheduler::schedule() {
     for (size_t idx = 0; idx < running_.size() && budget > 0;) {
         Sequence& seq = *seqs_.at(running_[idx]);
         const int64_t n = std::min(seq.pending(), budget);
-        if (n <= 0) {
-            ++idx;
+        if (n <= 0 || (seq.verify_rows > 0 && n < seq.pending())) {
+            ++idx;  // nothing to do, or a verify chunk that does not fit whole this step
             continue;
         }
         bool self_preempted = false;

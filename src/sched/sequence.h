@@ -25,6 +25,9 @@ struct Sequence {
     int64_t n_preemptions = 0;
     int64_t registered_blocks = 0;  // full blocks already offered to the prefix cache
     int64_t prefix_hit_tokens = 0;  // prompt positions served from the prefix cache at the last admission
+    // Speculative decoding: the last verify_rows tokens are unverified drafts. They are scheduled together
+    // with the token before them in one chunk, and dropped if the sequence is preempted.
+    int32_t verify_rows = 0;
 
     int64_t computed() const { return cache.length(); }
     int64_t pending() const { return static_cast<int64_t>(tokens.size()) - computed(); }

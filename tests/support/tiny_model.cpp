@@ -10,20 +10,9 @@
 #include "loader/safetensors.h"
 #include "support/test_support.h"
 #include "tiny/presets.h"
+#include "tiny/tokenizer_assets.h"
 
 namespace deepinfer::testing {
-
-tiny::TokenizerAssets fake_tokenizer_assets(int32_t vocab_size, int32_t n_classes) {
-    tiny::TokenizerAssets t;
-    t.vocab_size = vocab_size;
-    t.tokenizer_json = "{}";
-    t.tokenizer_config_json = "{}";
-    t.engram_token_map.resize(vocab_size);
-    for (int32_t i = 0; i < vocab_size; ++i) t.engram_token_map[i] = i < 3 ? i : 3 + (i * 7) % (n_classes - 3);
-    t.n_engram_classes = n_classes;
-    t.noise_token_id = vocab_size - 3;
-    return t;
-}
 
 std::string tiny_checkpoint(const std::string& preset, uint64_t seed, const std::string& overrides_json) {
     static std::mutex mutex;
@@ -39,7 +28,9 @@ std::string tiny_checkpoint(const std::string& preset, uint64_t seed, const std:
         Status s = model::apply_config_overrides(&opt.config, overrides_json, "test overrides");
         DI_CHECK_MSG(s.is_ok(), "{}", s.to_string());
     }
-    opt.tokenizer = fake_tokenizer_assets(opt.config.vocab_size, 97);
+    auto assets = tiny::synthetic_tokenizer_assets(opt.config.vocab_size);
+    DI_CHECK_MSG(assets.has_value(), "{}", assets.status().to_string());
+    opt.tokenizer = std::move(*assets);
     Status s = tiny::adopt_tokenizer(&opt.config, opt.tokenizer);
     DI_CHECK_MSG(s.is_ok(), "{}", s.to_string());
     opt.seed = seed;
@@ -52,13 +43,7 @@ std::string tiny_checkpoint(const std::string& preset, uint64_t seed, const std:
 }
 
 std::unique_ptr<model::Model> load_tiny_model(const std::string& dir) {
-    auto config = model::load_model_config(dir + "/config.json");
-    DI_CHECK_MSG(config.has_value(), "{}", config.status().to_string());
-    auto store = loader::TensorStore::open_dir(dir);
-    DI_CHECK_MSG(store.has_value(), "{}", store.status().to_string());
-    auto assets = fake_tokenizer_assets(config->vocab_size, config->engram_compressed_vocab_size);
-    auto model = model::Model::create(*config, std::make_unique<loader::TensorStore>(std::move(*store)),
-                                      assets.engram_token_map);
+    auto model = model::Model::load(dir, false);
     DI_CHECK_MSG(model.has_value(), "{}", model.status().to_string());
     return std::move(*model);
 }

@@ -12,11 +12,8 @@
 
 namespace deepinfer::testing {
 
-// A tokenizer stand-in for model tests that need no text: byte-level placeholder files are not written;
-// the Engram token map folds ids onto n_classes classes (ids 0-2 keep their own classes).
-tiny::TokenizerAssets fake_tokenizer_assets(int32_t vocab_size, int32_t n_classes);
-
-// Path of a generated checkpoint for the preset (generated once per process into a temp dir).
+// Path of a generated checkpoint for the preset, with the synthetic tokenizer (generated once per process
+// into a temp dir).
 std::string tiny_checkpoint(const std::string& preset, uint64_t seed = 0, const std::string& overrides_json = "");
 
 std::unique_ptr<model::Model> load_tiny_model(const std::string& dir);

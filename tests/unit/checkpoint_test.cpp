@@ -254,3 +254,66 @@ TEST(Census, ReleasedCacheFootprintIs890BytesPerToken) {
 
 }  // namespace
 }  // namespace deepinfer
+
+namespace deepinfer {
+namespace {
+
+// spec §3.3 tensor table, released dims: names, dtypes and shapes the loader must accept.
+TEST(Census, ReleasedTensorTableMatchesTheSpec) {
+    std::map<std::string, model::TensorSpec> by_name;
+    for (auto& s : model::expected_tensors(model::ModelConfig::released())) by_name[s.name] = s;
+    struct Want {
+        const char* name;
+        DType dtype;
+        std::vector<int64_t> shape;
+    };
+    const std::vector<Want> wants = {
+        {"embed.weight", DType::kBF16, {129280, 5120}},
+        {"head.weight", DType::kBF16, {129280, 5120}},
+        {"layers.0.hc_attn_fn", DType::kF32, {24, 20480}},
+        {"layers.0.hc_ffn_scale", DType::kF32, {3}},
+        {"layers.0.attn.attn_sink", DType::kF32, {64}},
+        {"layers.0.attn.wq_a.weight", DType::kF8E4M3, {1280, 5120}},
+        {"layers.0.attn.wq_a.scale", DType::kF8E8M0, {40, 160}},
+        {"layers.0.attn.wq_b.scale", DType::kF8E8M0, {1024, 40}},
+        {"layers.0.attn.wkv.scale", DType::kF8E8M0, {16, 160}},
+        {"layers.0.attn.wo_a.weight", DType::kF8E4M3, {8192, 4096}},
+        {"layers.0.attn.wo_a.scale", DType::kF8E8M0, {256, 128}},
+        {"layers.0.attn.wo_b.scale", DType::kF8E8M0, {160, 256}},
+        {"layers.2.attn.compressor.wkv.weight", DType::kBF16, {512, 5120}},
+        {"layers.2.attn.compressor.wgate.weight", DType::kBF16, {512, 5120}},
+        {"layers.20.attn.compressor.norm.weight", DType::kBF16, {512}},
+        {"layers.20.attn.indexer.wk.weight", DType::kBF16, {128, 512}},
+        {"layers.24.attn.indexer.wq_b.scale", DType::kF8E8M0, {128, 40}},
+        {"layers.36.attn.indexer.weights_proj.weight", DType::kBF16, {32, 5120}},
+        {"layers.0.ffn.gate.weight", DType::kBF16, {384, 5120}},
+        {"layers.0.ffn.gate.bias_vl", DType::kF32, {384}},
+        {"layers.39.ffn.experts.383.w1.weight", DType::kI8, {2304, 2560}},
+        {"layers.39.ffn.experts.383.w1.scale", DType::kF8E8M0, {2304, 160}},
+        {"layers.39.ffn.experts.383.w2.weight", DType::kI8, {5120, 1152}},
+        {"layers.39.ffn.experts.383.w2.scale", DType::kF8E8M0, {5120, 72}},
+        {"layers.0.ffn.shared_experts.w1.scale", DType::kF8E8M0, {72, 160}},
+        {"layers.0.ffn.shared_experts.w2.scale", DType::kF8E8M0, {160, 72}},
+        {"layers.1.engram.embed.weight", DType::kF8E4M3, {384006168, 256}},
+        {"layers.14.engram.embed.scale", DType::kF8E8M0, {384016682, 8}},
+        {"layers.1.engram.wkv.scale", DType::kF8E8M0, {800, 192}},
+        {"layers.14.engram.q_weight", DType::kBF16, {4, 5120}},
+        {"mtp.0.main_proj.scale", DType::kF8E8M0, {160, 480}},
+        {"mtp.2.markov_head.head.weight", DType::kBF16, {129280, 256}},
+        {"mtp.2.confidence_head.proj.weight", DType::kBF16, {1, 5376}},
+        {"mtp.1.ffn.experts.127.w3.weight", DType::kI8, {2304, 2560}},
+    };
+    for (const auto& w : wants) {
+        auto it = by_name.find(w.name);
+        ASSERT_NE(it, by_name.end()) << w.name;
+        EXPECT_EQ(it->second.dtype, w.dtype) << w.name;
+        EXPECT_EQ(it->second.shape, w.shape) << w.name;
+    }
+    for (const char* absent : {"layers.20.attn.compressor.wgate.weight", "layers.3.attn.compressor.wkv.weight",
+                               "layers.21.attn.indexer.wq_b.weight", "mtp.0.embed.weight", "layers.0.hc_head_fn",
+                               "mtp.1.ffn.experts.128.w1.weight", "layers.0.ffn.gate.tid2eid"})
+        EXPECT_EQ(by_name.count(absent), 0u) << absent;
+}
+
+}  // namespace
+}  // namespace deepinfer

@@ -30,7 +30,9 @@ void act_quant(const bf16* x, int64_t n, int64_t k, uint8_t* codes, uint8_t* sca
     });
 }
 
-void gemm_fp8(const Fp8Acts& a, const Fp8Matrix& w, bf16* out, int64_t ldo, ThreadPool& pool) {
+namespace {
+template <typename Out, typename Store>
+void gemm_fp8_impl(const Fp8Acts& a, const Fp8Matrix& w, Out* out, int64_t ldo, ThreadPool& pool, Store store) {
     const auto& lut = e4m3_table();
     const int64_t kb_count = a.k / 32, scale_cols = (w.cols + 31) / 32;
     pool.parallel_for(static_cast<size_t>(w.rows), [&](size_t begin, size_t end, int) {
@@ -45,9 +47,18 @@ void gemm_fp8(const Fp8Acts& a, const Fp8Matrix& w, bf16* out, int64_t ldo, Thre
                     float sw = e8m0_to_float(w.scales[(j / 32) * scale_cols + kb]);
                     acc += partial * sa * sw;
                 }
-                out[i * ldo + j] = float_to_bf16(acc);
+                out[i * ldo + j] = store(acc);
             }
     });
+}
+}  // namespace
+
+void gemm_fp8(const Fp8Acts& a, const Fp8Matrix& w, bf16* out, int64_t ldo, ThreadPool& pool) {
+    gemm_fp8_impl(a, w, out, ldo, pool, [](float v) { return float_to_bf16(v); });
+}
+
+void gemm_fp8_f32(const Fp8Acts& a, const Fp8Matrix& w, float* out, int64_t ldo, ThreadPool& pool) {
+    gemm_fp8_impl(a, w, out, ldo, pool, [](float v) { return v; });
 }
 
 void gemm_fp4(const Fp8Acts& a, const Fp4Matrix& w, bf16* out, int64_t ldo, ThreadPool& pool) {
