@@ -1,6 +1,7 @@
 // MpiComm over Open MPI (see mpi_comm.h for the threading and failure guarantees). With a timeout, each
-// collective is the non-blocking MPI call polled with MPI_Test against a deadline; without one, the
-// blocking call. The only file of the project that includes mpi.h.
+// collective is the non-blocking MPI call polled with MPI_Testall against a deadline (the all-reduce and
+// the reduce-scatter: our own point-to-point algorithms, polled the same way); without one, the blocking
+// call. The only file of the project that includes mpi.h.
 #include "dist/mpi_comm.h"
 
 #include <mpi.h>
@@ -21,18 +22,20 @@ namespace {
 
 // MPI counts and displacements are int: larger calls are split (uniform ones) or refused (the -v ones).
 constexpr size_t kMaxChunk = size_t{1} << 30;
-// When a waiting rank starts calling sched_yield between polls. Oversubscribed (more ranks on the node than
-// cores): after a few hundred polls, because the peer it waits for may need its core. Otherwise only after
-// a millisecond: yielding early hands the core to unrelated processes and costs tens of microseconds a
-// collective on a busy machine, as Open MPI's own blocking calls avoid by spinning.
+// How a waiting rank polls. Oversubscribed (more ranks on the node than cores): it yields its core after a
+// few hundred polls, because the peer it waits for may need that core. Otherwise it spins, as Open MPI's
+// blocking calls do: yielding (tried after 1 ms) handed the core to unrelated processes on a busy machine,
+// and the two ranks fell into taking turns at 2-4 ms per collective. Only a wait past kSpinLimit, a slow
+// peer rather than a message in flight, sleeps between polls, so that a long wait does not burn a core.
 constexpr int kPollsBeforeYieldOversubscribed = 256;
+constexpr std::chrono::milliseconds kSpinLimit{100};
+constexpr std::chrono::microseconds kLongWaitPoll{50};
 // Guarded all-reduce: recursive doubling (log2 n messages of the whole vector) up to this size on a
 // power-of-two group, the bandwidth-optimal ring (2 (n - 1) messages of 1/n of it) above.
 constexpr size_t kRecursiveDoublingMaxBytes = size_t{64} << 10;
-// Point-to-point tag of the guarded all-reduce; MPI keeps collective traffic apart from it.
-constexpr int kAllReduceTag = 0x6469;  // "di"
+// Point-to-point tag of the guarded all-reduce and reduce-scatter; MPI keeps collective traffic apart.
+constexpr int kRingTag = 0x6469;  // "di"
 using Clock = std::chrono::steady_clock;
-constexpr std::chrono::microseconds kSpinBeforeYield{1000};
 
 bool g_initialised_here = false;
 
@@ -90,7 +93,7 @@ class MpiComm final : public Comm {
         do {
             const int n = static_cast<int>(std::min(count - done, kMaxChunk));
             float* p = data + done;
-            if (timeout_.count() > 0 && size_ > 1) {
+            if (guarded()) {
                 DI_RETURN_IF_ERROR(guarded_all_reduce(p, n));
                 done += static_cast<size_t>(n);
                 continue;
@@ -137,6 +140,7 @@ class MpiComm final : public Comm {
         const std::vector<size_t> counts(static_cast<size_t>(size_), recv_count);
         DI_RETURN_IF_ERROR(checked(detail::check_reduce_scatter_v(send, counts, recv, rank_, size_)));
         DI_RETURN_IF_ERROR(checked(fits_int("reduce_scatter_sum", recv_count)));
+        if (guarded()) return guarded_reduce_scatter("reduce_scatter_sum", send, counts, recv);
         const int n = static_cast<int>(recv_count);
         return run("reduce_scatter_sum",
                    [&](MPI_Request* r) {
@@ -148,6 +152,7 @@ class MpiComm final : public Comm {
     Status reduce_scatter_sum_v(const float* send, std::span<const size_t> recv_counts, float* recv) override {
         DI_RETURN_IF_ERROR(checked(detail::check_reduce_scatter_v(send, recv_counts, recv, rank_, size_)));
         DI_RETURN_IF_ERROR(checked(int_layout("reduce_scatter_sum_v", recv_counts, &counts_a_, &displs_a_)));
+        if (guarded()) return guarded_reduce_scatter("reduce_scatter_sum_v", send, recv_counts, recv);
         return run("reduce_scatter_sum_v",
                    [&](MPI_Request* r) {
                        return MPI_Ireduce_scatter(send, recv, counts_a_.data(), MPI_FLOAT, MPI_SUM, comm_, r);
@@ -216,7 +221,8 @@ class MpiComm final : public Comm {
             scratch_.resize(static_cast<size_t>(count));
             for (int mask = 1; mask < size_; mask <<= 1) {
                 const int peer = rank_ ^ mask;
-                DI_RETURN_IF_ERROR(exchange(data, count, peer, scratch_.data(), count, peer, deadline));
+                DI_RETURN_IF_ERROR(
+                    exchange("all_reduce_sum", data, count, peer, scratch_.data(), count, peer, deadline));
                 for (int i = 0; i < count; ++i) data[i] += scratch_[static_cast<size_t>(i)];
             }
             return Status::ok();
@@ -234,8 +240,8 @@ class MpiComm final : public Comm {
         for (int s = 0; s < n - 1; ++s) {
             const int out = chunk(rank_ - s);
             const int in = chunk(rank_ - s - 1);
-            DI_RETURN_IF_ERROR(
-                exchange(data + offset(out), length(out), right, scratch_.data(), length(in), left, deadline));
+            DI_RETURN_IF_ERROR(exchange("all_reduce_sum", data + offset(out), length(out), right, scratch_.data(),
+                                        length(in), left, deadline));
             float* sum = data + offset(in);
             for (int i = 0; i < length(in); ++i) sum[i] += scratch_[static_cast<size_t>(i)];
         }
@@ -243,22 +249,52 @@ class MpiComm final : public Comm {
         for (int s = 0; s < n - 1; ++s) {
             const int out = chunk(rank_ + 1 - s);
             const int in = chunk(rank_ - s);
-            DI_RETURN_IF_ERROR(
-                exchange(data + offset(out), length(out), right, data + offset(in), length(in), left, deadline));
+            DI_RETURN_IF_ERROR(exchange("all_reduce_sum", data + offset(out), length(out), right, data + offset(in),
+                                        length(in), left, deadline));
+        }
+        return Status::ok();
+    }
+
+    // Guarded reduce-scatter: the first half of the all-reduce's ring, because MPI_Ireduce_scatter(_block)
+    // took 2-3x the time of an all-reduce of the same buffer. Rank c's slot starts on rank c + 1 with that
+    // rank's contribution and travels the ring, each rank adding its own, to arrive complete on rank c.
+    Status guarded_reduce_scatter(const char* op, const float* send, std::span<const size_t> counts, float* recv) {
+        if (!broken_.is_ok()) return broken_status(op);
+        const Clock::time_point deadline = Clock::now() + timeout_;
+        const int n = size_;
+        const std::vector<size_t> offsets = detail::exclusive_prefix(counts);
+        const size_t longest = *std::max_element(counts.begin(), counts.end());
+        scratch_.resize(2 * longest);
+        float* partial = scratch_.data();            // fp32 [longest]: the slot this rank passes on next
+        float* incoming = scratch_.data() + longest;  // fp32 [longest]
+        auto slot = [&](int c) { return static_cast<size_t>(((c % n) + n) % n); };
+        for (int s = 0; s < n - 1; ++s) {
+            const size_t out = slot(rank_ - s - 1);
+            const size_t in = slot(rank_ - s - 2);
+            const float* outgoing = s == 0 ? send + offsets[out] : partial;
+            DI_RETURN_IF_ERROR(exchange(op, outgoing, static_cast<int>(counts[out]), (rank_ + 1) % n, incoming,
+                                        static_cast<int>(counts[in]), (rank_ + n - 1) % n, deadline));
+            float* sum = s == n - 2 ? recv : partial;  // the last slot to arrive is this rank's own
+            const float* own = send + offsets[in];
+            for (size_t i = 0; i < counts[in]; ++i) sum[i] = incoming[i] + own[i];
         }
         return Status::ok();
     }
 
     // Send `send` to `to` while receiving `recv` from `from`, under the collective's deadline.
-    Status exchange(const float* send, int send_count, int to, float* recv, int recv_count, int from,
-                    Clock::time_point deadline) {
+    Status exchange(const char* op, const float* send, int send_count, int to, float* recv, int recv_count,
+                    int from, Clock::time_point deadline) {
         MPI_Request requests[2] = {MPI_REQUEST_NULL, MPI_REQUEST_NULL};
-        int rc = MPI_Irecv(recv, recv_count, MPI_FLOAT, from, kAllReduceTag, comm_, &requests[0]);
-        if (rc != MPI_SUCCESS) return fail("all_reduce_sum", rc);
-        rc = MPI_Isend(send, send_count, MPI_FLOAT, to, kAllReduceTag, comm_, &requests[1]);
-        if (rc != MPI_SUCCESS) return fail("all_reduce_sum", rc);
-        return wait("all_reduce_sum", requests, 2, deadline);
+        int rc = MPI_Irecv(recv, recv_count, MPI_FLOAT, from, kRingTag, comm_, &requests[0]);
+        if (rc != MPI_SUCCESS) return fail(op, rc);
+        rc = MPI_Isend(send, send_count, MPI_FLOAT, to, kRingTag, comm_, &requests[1]);
+        if (rc != MPI_SUCCESS) return fail(op, rc);
+        return wait(op, requests, 2, deadline);
     }
+
+    // Guarded collectives that run on point-to-point messages; a group of one has nobody to wait for
+    // and takes the MPI collective, which returns at once.
+    bool guarded() const { return timeout_.count() > 0 && size_ > 1; }
 
     // Poll until every request (at most two) completed, the deadline passed or MPI reported an error.
     Status wait(const char* op, MPI_Request* requests, int n_requests, Clock::time_point deadline) {
@@ -280,7 +316,9 @@ class MpiComm final : public Comm {
                                 "is stuck or called another collective)", op, rank_, size_, timeout_.count());
                 return broken_;
             }
-            if (oversubscribed_ ? polls >= kPollsBeforeYieldOversubscribed : now - start >= kSpinBeforeYield) {
+            if (now - start >= kSpinLimit) {
+                std::this_thread::sleep_for(kLongWaitPoll);
+            } else if (oversubscribed_ && polls >= kPollsBeforeYieldOversubscribed) {
                 sched_yield();
             }
         }

@@ -12,14 +12,16 @@
 //   mpirun kill every other rank within about a second, and mpirun exits non-zero.
 // - Where the runtime keeps the survivors alive (e.g. --mca orte_abort_on_non_zero_status 0, or a peer
 //   that is alive but stopped calling), every collective fails with kIoError after the communicator's
-//   timeout (MpiOptions::timeout, default 300 s): collectives are issued non-blocking and polled against
-//   a deadline, because MPI's blocking collectives would wait forever. Errors MPI reports are returned
-//   as Status (the communicators use MPI_ERRORS_RETURN), never raised as MPI's default fatal handler.
+//   timeout (MpiOptions::timeout, default 300 s): collectives are issued non-blocking (all-reduce and
+//   reduce-scatter as our own point-to-point algorithms) and polled against a deadline, because MPI's
+//   blocking collectives would wait forever. Errors MPI reports are returned as Status (the
+//   communicators use MPI_ERRORS_RETURN), never raised as MPI's default fatal handler.
 // - After any error the communicator is unusable (MPI cannot cancel a collective, and a pending one may
 //   still write into the caller's buffers): call abort_mpi().
 // - split() is guarded by a timed exchange of (color, key) before the blocking MPI_Comm_split, so a dead
 //   peer fails the exchange instead of hanging the split. init and finalize are not guarded.
-// - With timeout zero the blocking MPI collectives are used: faster for small messages, no guard.
+// - With timeout zero the blocking MPI collectives are used, with no guard (docs/PERFORMANCE.md,
+//   "Collectives (MPI)", compares the two modes).
 #pragma once
 
 #include <chrono>

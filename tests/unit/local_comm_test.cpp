@@ -310,7 +310,7 @@ TEST(LocalCommFailure, ExceptionBecomesAStatusAndReleasesPeers) {
 TEST(LocalCommFailure, StuckRankTimesOutAndTheGroupStaysBroken) {
     std::vector<Status> second(2);
     auto status = run_local_ranks(2, [&](Comm& comm) {
-        if (comm.rank() == 1) std::this_thread::sleep_for(600ms);  // stuck past rank 0's 100 ms timeout
+        if (comm.rank() == 1) std::this_thread::sleep_for(1500ms);  // stuck well past rank 0's 100 ms timeout
         float x = 1;
         Status first = comm.all_reduce_sum(&x, 1);
         second[static_cast<size_t>(comm.rank())] = comm.barrier();
