@@ -15,14 +15,17 @@ class Writer {
    public:
     template <typename T>
     void put(const T& v) {
-        const auto* p = reinterpret_cast<const uint8_t*>(&v);
-        bytes.insert(bytes.end(), p, p + sizeof(T));
+        append(&v, sizeof(T));
     }
     template <typename T>
     void put_vector(const std::vector<T>& v) {
         put<uint64_t>(v.size());
-        const auto* p = reinterpret_cast<const uint8_t*>(v.data());
-        bytes.insert(bytes.end(), p, p + v.size() * sizeof(T));
+        append(v.data(), v.size() * sizeof(T));
+    }
+    void append(const void* data, size_t n) {
+        const size_t at = bytes.size();
+        bytes.resize(at + n);
+        if (n) std::memcpy(bytes.data() + at, data, n);
     }
     std::vector<uint8_t> bytes;
 };

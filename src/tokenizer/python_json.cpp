@@ -57,16 +57,26 @@ void dump_float(double v, std::string& out) {
     }
     if (negative) out.push_back('-');
     if (exponent >= -4 && exponent < 16) {
+        // Appends piece by piece: GCC 12 reports a false -Wrestrict on `"." + std::string` chains.
         if (exponent < 0) {
-            out += "0." + std::string(static_cast<size_t>(-exponent - 1), '0') + digits;
+            out.append("0.");
+            out.append(static_cast<size_t>(-exponent - 1), '0');
+            out.append(digits);
         } else if (static_cast<size_t>(exponent) + 1 >= digits.size()) {
-            out += digits + std::string(static_cast<size_t>(exponent) + 1 - digits.size(), '0') + ".0";
+            out.append(digits);
+            out.append(static_cast<size_t>(exponent) + 1 - digits.size(), '0');
+            out.append(".0");
         } else {
-            out += digits.substr(0, static_cast<size_t>(exponent) + 1) + "." + digits.substr(static_cast<size_t>(exponent) + 1);
+            out.append(digits, 0, static_cast<size_t>(exponent) + 1);
+            out.push_back('.');
+            out.append(digits, static_cast<size_t>(exponent) + 1, std::string::npos);
         }
     } else {
-        out += digits.substr(0, 1);
-        if (digits.size() > 1) out += "." + digits.substr(1);
+        out.append(digits, 0, 1);
+        if (digits.size() > 1) {
+            out.push_back('.');
+            out.append(digits, 1, std::string::npos);
+        }
         out += fmt::format("e{}{:02d}", exponent < 0 ? '-' : '+', std::abs(exponent));
     }
 }
