@@ -6,16 +6,18 @@ namespace deepinfer::cli {
 Command make_generate_command();
 Command make_make_tiny_command();
 Command make_inspect_command();
+Command make_draft_command();
 Command make_tokenize_command();
 Command make_detokenize_command();
+Command make_render_prompt_command();
 Command make_make_tokenizer_command();
 Command make_engram_map_command();
 Command make_version_command();
 
 std::vector<Command> all_commands() {
-    return {make_generate_command(),       make_make_tiny_command(),  make_inspect_command(),
-            make_tokenize_command(),       make_detokenize_command(), make_make_tokenizer_command(),
-            make_engram_map_command(),     make_version_command()};
+    return {make_generate_command(),     make_make_tiny_command(),    make_inspect_command(),    make_draft_command(),
+            make_tokenize_command(),     make_detokenize_command(),   make_render_prompt_command(),
+            make_make_tokenizer_command(), make_engram_map_command(), make_version_command()};
 }
 
 }  // namespace deepinfer::cli

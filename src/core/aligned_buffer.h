@@ -6,6 +6,8 @@
 #include <cstdlib>
 #include <cstring>
 #include <new>
+
+#include <sys/mman.h>
 #include <utility>
 
 namespace deepinfer {
@@ -19,24 +21,33 @@ class AlignedBuffer {
     AlignedBuffer(const AlignedBuffer&) = delete;
     AlignedBuffer& operator=(const AlignedBuffer&) = delete;
     AlignedBuffer(AlignedBuffer&& other) noexcept
-        : data_(std::exchange(other.data_, nullptr)), size_(std::exchange(other.size_, 0)) {}
+        : data_(std::exchange(other.data_, nullptr)), size_(std::exchange(other.size_, 0)),
+          mapped_(std::exchange(other.mapped_, 0)) {}
     AlignedBuffer& operator=(AlignedBuffer&& other) noexcept {
         if (this != &other) {
-            std::free(data_);
+            release();
             data_ = std::exchange(other.data_, nullptr);
             size_ = std::exchange(other.size_, 0);
+            mapped_ = std::exchange(other.mapped_, 0);
         }
         return *this;
     }
-    ~AlignedBuffer() { std::free(data_); }
+    ~AlignedBuffer() { release(); }
 
-    // Reallocate to `bytes` (contents are not kept), zero-filled.
+    // Reallocate to `bytes` (contents are not kept), zero-filled. Large buffers (KV pools) are anonymous
+    // mappings: the kernel zero-fills pages on first touch, so a big pool costs nothing until used.
     void allocate(size_t bytes) {
-        std::free(data_);
-        data_ = nullptr;
+        release();
         size_ = bytes;
         if (bytes == 0) return;
         size_t rounded = (bytes + kAlignment - 1) / kAlignment * kAlignment;
+        if (rounded >= kMapThreshold) {
+            void* p = mmap(nullptr, rounded, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+            if (p == MAP_FAILED) throw std::bad_alloc();
+            data_ = static_cast<uint8_t*>(p);
+            mapped_ = rounded;
+            return;
+        }
         data_ = static_cast<uint8_t*>(std::aligned_alloc(kAlignment, rounded));
         if (!data_) throw std::bad_alloc();
         std::memset(data_, 0, rounded);
@@ -59,8 +70,16 @@ class AlignedBuffer {
     }
 
    private:
+    static constexpr size_t kMapThreshold = size_t{4} << 20;
+    void release() {
+        if (mapped_) munmap(data_, mapped_);
+        else std::free(data_);
+        data_ = nullptr;
+        mapped_ = 0;
+    }
     uint8_t* data_ = nullptr;
     size_t size_ = 0;
+    size_t mapped_ = 0;  // bytes of the anonymous mapping, 0 when heap-allocated
 };
 
 }  // namespace deepinfer

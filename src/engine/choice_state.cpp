@@ -12,7 +12,13 @@ sample::SampledToken choose_token(ChoiceState& choice, const float* logits, int3
     std::span<const float> row(logits, static_cast<size_t>(vocab));
     if (choice.output.size() < r.forced_output.size()) {
         // Teacher forcing: the given token, with the logprob the model assigns it.
-        sample::SampledToken forced = sample::logprob_of(row, r.forced_output[choice.output.size()], std::max(0, p.logprobs));
+        sample::SampledToken forced;
+        forced.token = r.forced_output[choice.output.size()];
+        if (p.logprobs >= 0) {
+            sample::Logprobs lp = sample::log_softmax(row);
+            forced.logprob = lp.of(forced.token);
+            sample::top_logprobs(lp, p.logprobs, forced.top, scratch);
+        }
         return forced;
     }
     // EOS and stop ids are suppressed until min_tokens tokens exist (vLLM semantics).

@@ -29,7 +29,7 @@ struct ChoiceState {
     bool first_token_sent = false;
     std::chrono::steady_clock::time_point last_token_time;
 
-    ChoiceState(uint64_t seed) : rng(seed) {}
+    ChoiceState(uint64_t seed, int index_) : index(index_), rng(seed, static_cast<uint32_t>(index_)) {}
 };
 
 struct RequestState {

@@ -159,14 +159,12 @@ void Engine::abort(const std::string& request_id) {
 void Engine::Impl::admit(std::unique_ptr<RequestState> state) {
     RequestState& r = *state;
     const int n = r.request.params.n;
-    std::random_device rd;
-    const uint64_t base_seed = r.request.params.seed ? *r.request.params.seed : (uint64_t{rd()} << 32 | rd());
+    const uint64_t seed = sample::RequestRng::from_seed(r.request.params.seed).seed();
     r.choices.reserve(n);
     for (int i = 0; i < n; ++i) {
-        r.choices.emplace_back(base_seed + static_cast<uint64_t>(i));
+        r.choices.emplace_back(seed, i);
         ChoiceState& ch = r.choices.back();
         ch.request = &r;
-        ch.index = i;
         ch.detok.emplace(*tok, r.request.params.skip_special_tokens);
         ch.seq_id = next_seq_id++;
         auto seq = std::make_unique<sched::Sequence>(ch.seq_id, r.request.prompt, pools->layout);

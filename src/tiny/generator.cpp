@@ -74,7 +74,7 @@ Status make_tiny_checkpoint(const TinyOptions& opt) {
             }
             generate_tensor(c, spec, opt.seed, &data[i], scale_out);
             size_t d = ++done;
-            if (opt.progress && thread == 0 && primaries.size() > 200 && d % (primaries.size() / 10) == 0)
+            if (opt.progress && thread == 0 && total > (int64_t{256} << 20) && d % (primaries.size() / 10) == 0)
                 log::info("make-tiny: {}/{} tensors", d, primaries.size());
         }
     });
