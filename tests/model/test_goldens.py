@@ -16,7 +16,8 @@ seed from golden.json; the checkpoint digest must equal the one the golden was m
 
 Environment: DEEPINFER_BIN (the CLI), DEEPINFER_SOURCE_DIR, DEEPINFER_GOLDEN_PROBE (optional);
 DEEPINFER_GOLDEN_MODE = official (default: the reference as it is) or fixed (the reference with its stale
-index-key read fixed, README "Reference modes"); DEEPINFER_GOLDEN_ONLY = space-separated config/case names.
+index-key read fixed, README "Reference modes"); DEEPINFER_GOLDEN_ONLY = space-separated config/case names;
+DEEPINFER_GOLDENS_DIR = another goldens folder (default tests/data/goldens).
 numpy only: the reference (torch) never runs here.
 """
 
@@ -36,7 +37,7 @@ sys.path.insert(0, str(SRC / "tools" / "goldens"))
 import compare  # noqa: E402
 import golden_io  # noqa: E402
 
-GOLDENS = SRC / "tests" / "data" / "goldens"
+GOLDENS = Path(os.environ.get("DEEPINFER_GOLDENS_DIR", SRC / "tests" / "data" / "goldens"))
 
 
 def run(cmd: list[str]) -> subprocess.CompletedProcess:
