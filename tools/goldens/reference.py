@@ -326,7 +326,7 @@ MODES = ("official", "fixed")
 class StepOutput:
     token: int  # argmax of logits (temperature 0)
     logits: torch.Tensor  # fp32 [vocab]
-    main_hidden: torch.Tensor | None  # [1, 1 or S, targets * dim] of the last row... as the reference returns it
+    main_hidden: torch.Tensor | None  # [1, S, targets * dim]: every row, as the reference returns it
     output_ids: torch.Tensor
 
 
