@@ -41,6 +41,9 @@ void candidate_blocks(const float* scores, int64_t width, int64_t n_vis, int top
 }
 
 // Top-k entry numbers of one row, ascending, entries past n_vis replaced by -1 (Indexer.forward).
+// Ties go to the lower entry number. torch.topk's choice among equal scores depends on the row width and k
+// (its nth_element runs over the invisible -inf tail too), which change with the chunking; a fixed rule keeps
+// every row independent of how the prompt was chunked (tests/model/invariants_test.cpp).
 void top_k_row(const float* scores, int64_t width, int k, int64_t n_vis, int32_t* out) {
     std::vector<int32_t> order(width);
     std::iota(order.begin(), order.end(), 0);

@@ -9,18 +9,17 @@
 #include "model/model.h"
 #include "ops/elementwise.h"
 #include "ops/linear.h"
+#include "ops/topk.h"
 
 namespace deepinfer::model {
 namespace {
 
-// Indices of the k largest values (ties: lower index first).
+// Indices of the k largest values, chosen and ordered as the reference's (scores + bias).topk(k) does.
 void top_k(const float* v, int n, int k, int* out) {
-    std::vector<int> order(n);
-    std::iota(order.begin(), order.end(), 0);
-    std::partial_sort(order.begin(), order.begin() + k, order.end(), [&](int a, int b) {
-        return v[a] > v[b] || (v[a] == v[b] && a < b);
-    });
-    std::copy(order.begin(), order.begin() + k, out);
+    std::vector<int64_t> order(k);
+    std::vector<std::pair<float, int64_t>> queue;
+    ops::torch_topk(v, n, k, true, queue, order.data());
+    for (int i = 0; i < k; ++i) out[i] = static_cast<int>(order[i]);
 }
 
 }  // namespace
