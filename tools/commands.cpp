@@ -9,6 +9,7 @@ Command make_bench_command();
 Command make_make_tiny_command();
 Command make_inspect_command();
 Command make_draft_command();
+Command make_bench_decode_command();
 Command make_tokenize_command();
 Command make_detokenize_command();
 Command make_render_prompt_command();
@@ -21,7 +22,7 @@ std::vector<Command> all_commands() {
     return {make_generate_command(),     make_serve_command(),        make_bench_command(),
             make_make_tiny_command(),    make_inspect_command(),      make_draft_command(),
             make_tokenize_command(),     make_detokenize_command(),   make_render_prompt_command(),
-            make_make_tokenizer_command(), make_engram_map_command(), make_bench_comm_command(),
+            make_make_tokenizer_command(), make_engram_map_command(), make_bench_comm_command(), make_bench_decode_command(),
             make_version_command()};
 }
 

@@ -19,6 +19,14 @@
 
 namespace deepinfer::model {
 
+// Wall time spent per block when profiling is on (bench-decode): attention sublayer, MoE sublayer, and the
+// rest of the block (mHC mixing, norms); plus embedding/Engram and the head.
+struct ForwardProfile {
+    std::vector<double> attention_seconds, moe_seconds, block_seconds;  // [n_blocks]
+    double head_seconds = 0.0, other_seconds = 0.0;
+    int64_t forwards = 0;
+};
+
 // The cache layout this config implies (spec §6.1), with blocks of block_tokens positions.
 kv::CacheLayout make_cache_layout(const ModelConfig& config, int block_tokens = 64);
 
@@ -39,6 +47,9 @@ class Model {
     const kv::CacheLayout& cache_layout() const { return layout_; }
     const std::vector<int32_t>& engram_token_map() const { return token_map_; }
     const ParallelPlan& parallel_plan() const { return plan_; }
+    // Per-block timing of forward() calls (off by default; costs two clock reads per sublayer).
+    void set_profiling(bool on);
+    const ForwardProfile& profile() const { return profile_; }
 
     // Run the backbone over the batch. Blocks for every written position must exist
     // (SequenceCache::ensure_blocks); each chunk's cache length becomes start_pos + n_rows.
@@ -81,6 +92,9 @@ class Model {
     ops::Rope rope_plain_, rope_yarn_;
     ParallelPlan plan_;
     Status comm_status_;
+    bool profiling_ = false;
+    ForwardProfile profile_;
+    double total_profiled_ = 0.0;
 };
 
 }  // namespace deepinfer::model

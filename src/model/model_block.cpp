@@ -1,5 +1,6 @@
 // One mHC block (spec §5.2): coefficients from the block input, attention on the stream collapsed with
 // the incoming pre-mix, expansion; then the same for the FFN with the attention sublayer's pre-mix.
+#include <chrono>
 #include <cmath>
 #include <vector>
 
@@ -33,7 +34,23 @@ void Model::block(Forward& f, int L, bf16* stream, float* pre_in) {
     run_block(L, stream, pre_in, f.n, [&](const bf16* x, bf16* out) { attention(f, L, x, out); });
 }
 
+namespace {
+double seconds_since(std::chrono::steady_clock::time_point t0) {
+    return std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+}
+}  // namespace
+
+void Model::set_profiling(bool on) {
+    profiling_ = on;
+    profile_ = ForwardProfile{};
+    total_profiled_ = 0.0;
+    profile_.attention_seconds.assign(config_.n_blocks(), 0.0);
+    profile_.moe_seconds.assign(config_.n_blocks(), 0.0);
+    profile_.block_seconds.assign(config_.n_blocks(), 0.0);
+}
+
 void Model::run_block(int L, bf16* stream, float* pre_in, int64_t n, const AttentionFn& attend) {
+    const auto t_block = std::chrono::steady_clock::now();
     const ModelConfig& c = config_;
     const BlockWeights& w = weights_->blocks[L];
     const int hc = c.hc_mult, D = c.hidden_size;
@@ -46,7 +63,9 @@ void Model::run_block(int L, bf16* stream, float* pre_in, int64_t n, const Atten
     hc_mixes(stream, n, w.hc_attn_fn, w.hc_attn_scale, w.hc_attn_base, pre_a.data(), post_a.data(), comb_a.data());
     for (int64_t i = 0; i < n; ++i) ops::hc_collapse(stream + i * hc * D, pre_in + i * hc, hc, D, collapsed.data() + i * D);
     ops::rms_norm(collapsed.data(), n, D, w.attn_norm, eps, normed.data());
+    auto t0 = std::chrono::steady_clock::now();
     attend(normed.data(), sub_out.data());
+    if (profiling_) profile_.attention_seconds[L] += seconds_since(t0);
     for (int64_t i = 0; i < n; ++i)
         ops::hc_expand(sub_out.data() + i * D, stream + i * hc * D, post_a.data() + i * hc, comb_a.data() + i * hc * hc, hc,
                        D, next.data() + i * hc * D);
@@ -55,11 +74,14 @@ void Model::run_block(int L, bf16* stream, float* pre_in, int64_t n, const Atten
     hc_mixes(next.data(), n, w.hc_ffn_fn, w.hc_ffn_scale, w.hc_ffn_base, pre_f.data(), post_f.data(), comb_f.data());
     for (int64_t i = 0; i < n; ++i) ops::hc_collapse(next.data() + i * hc * D, pre_a.data() + i * hc, hc, D, collapsed.data() + i * D);
     ops::rms_norm(collapsed.data(), n, D, w.ffn_norm, eps, normed.data());
+    t0 = std::chrono::steady_clock::now();
     moe(L, normed.data(), n, sub_out.data());
+    if (profiling_) profile_.moe_seconds[L] += seconds_since(t0);
     for (int64_t i = 0; i < n; ++i)
         ops::hc_expand(sub_out.data() + i * D, next.data() + i * hc * D, post_f.data() + i * hc, comb_f.data() + i * hc * hc,
                        hc, D, stream + i * hc * D);
     std::copy(pre_f.begin(), pre_f.end(), pre_in);
+    if (profiling_) profile_.block_seconds[L] += seconds_since(t_block);
 }
 
 }  // namespace deepinfer::model

@@ -1,6 +1,7 @@
 // Model::forward: Engram hashes, embedding, the 4-copy stream through every block, final collapse, norm
 // and fp32 head (spec §5.1), and the DSpark ring records of every row (spec §7.2 step 3).
 #include <algorithm>
+#include <chrono>
 #include <cstring>
 
 #include "core/check.h"
@@ -15,6 +16,7 @@ Status Model::forward(kv::KvPools& pools, const ForwardBatch& batch, ForwardOutp
     const ModelConfig& c = config_;
     const int D = c.hidden_size, hc = c.hc_mult;
     if (!comm_status_.is_ok()) return comm_status_;
+    const auto t_start = std::chrono::steady_clock::now();
     Forward f(pools, batch);
     f.n = static_cast<int64_t>(batch.tokens.size());
     f.positions.resize(f.n);
@@ -94,6 +96,7 @@ Status Model::forward(kv::KvPools& pools, const ForwardBatch& batch, ForwardOutp
     }
     for (const SeqChunk& s : batch.seqs) s.cache->set_length(s.start_pos + s.n_rows);
 
+    const auto t_head = std::chrono::steady_clock::now();
     // 6-7. Final collapse with the last FFN pre-mix, norm, fp32 head, for the requested rows only.
     const int64_t n_out = static_cast<int64_t>(batch.logit_rows.size());
     std::vector<bf16> collapsed(n_out * D), normed(n_out * D);
@@ -115,6 +118,16 @@ Status Model::forward(kv::KvPools& pools, const ForwardBatch& batch, ForwardOutp
                         n_targets * D * sizeof(bf16));
     }
     if (batch.dspark_rings && c.has_dspark()) write_dspark_rings(pools, batch, f.taps.data());
+    if (profiling_) {
+        const auto now = std::chrono::steady_clock::now();
+        profile_.head_seconds += std::chrono::duration<double>(now - t_head).count();
+        double blocks = 0.0;
+        for (double b : profile_.block_seconds) blocks += b;
+        profile_.other_seconds = 0.0;  // recomputed below from the totals
+        total_profiled_ += std::chrono::duration<double>(now - t_start).count();
+        profile_.other_seconds = total_profiled_ - blocks - profile_.head_seconds;
+        ++profile_.forwards;
+    }
     return comm_status_;
 }
 
