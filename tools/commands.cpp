@@ -4,7 +4,8 @@
 namespace deepinfer::cli {
 
 Command make_version_command();
+Command make_bench_ops_command();
 
-std::vector<Command> all_commands() { return {make_version_command()}; }
+std::vector<Command> all_commands() { return {make_version_command(), make_bench_ops_command()}; }
 
 }  // namespace deepinfer::cli

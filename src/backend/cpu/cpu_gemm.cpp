@@ -53,7 +53,7 @@ void gemm_quant(const IsaOps& ops, const Fp8Acts& a, const QuantWeight& w, bf16*
             ThreadScratch& s = thread_scratch();
             s.acts.ensure(static_cast<size_t>(ni * a.k * ops.act_bytes));
             s.act_scales.ensure(static_cast<size_t>(ni * kb_count) * sizeof(float));
-            s.gemm.ensure(kGemmScratchFloats * sizeof(float));
+            s.gemm.ensure(static_cast<size_t>(gemm_scratch_floats(a.k)) * sizeof(float));
             ops.decode_acts(a.codes + i0 * a.k, a.scales + i0 * kb_count, ni, a.k, s.acts.data(),
                             s.act_scales.as<float>());
             QuantGemmTask task{s.acts.data(), s.act_scales.as<float>(), ni, a.k, nullptr, nullptr, 0, 0,
@@ -126,7 +126,7 @@ void gemm_dense(void (*run)(const DenseGemmTask&), const void* x, int64_t n, int
         const int64_t j0 = static_cast<int64_t>(gb) * kGroupRows;
         const int64_t j1 = std::min(rows, static_cast<int64_t>(ge) * kGroupRows);
         ThreadScratch& s = thread_scratch();
-        s.gemm.ensure(static_cast<size_t>(dense_scratch_floats(k)) * sizeof(float));
+        s.gemm.ensure(static_cast<size_t>(gemm_scratch_floats(k)) * sizeof(float));
         run(DenseGemmTask{x, n, k, static_cast<const uint8_t*>(w) + j0 * k * w_elem_bytes, j1 - j0,
                           static_cast<uint8_t*>(out) + j0 * out_elem_bytes, ldo, s.gemm.as<float>()});
     });

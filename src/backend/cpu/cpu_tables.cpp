@@ -7,16 +7,18 @@
 namespace deepinfer::backend::cpu {
 
 const IsaOps& avx2_ops() {
-    static const IsaOps ops = {Isa::kAvx2,        avx2::act_quant_rows, 4,           avx2::decode_acts,
-                               avx2::gemm_fp8,    avx2::gemm_fp4,       avx2::gemm_bf16, avx2::gemm_f32_bf16w,
-                               avx2::gemm_f32,    avx2::sparse_attn,    avx2::index_scores};
+    static const IsaOps ops = {Isa::kAvx2,          avx2::act_quant_rows, 4,                avx2::decode_acts,
+                               avx2::gemm_fp8,      avx2::gemm_fp4,       avx2::gemm_bf16,  avx2::gemm_f32_bf16w,
+                               avx2::gemm_f32,      avx2::sparse_attn,    avx2::index_scores, avx2::read_stream,
+                               avx2::fma_loop,      avx2::dot_loop,       8};
     return ops;
 }
 
 const IsaOps& avx512_ops() {
-    static const IsaOps ops = {Isa::kAvx512,        avx512::act_quant_rows, 2,           avx512::decode_acts,
-                               avx512::gemm_fp8,    avx512::gemm_fp4,       avx512::gemm_bf16, avx512::gemm_f32_bf16w,
-                               avx512::gemm_f32,    avx512::sparse_attn,    avx512::index_scores};
+    static const IsaOps ops = {Isa::kAvx512,       avx512::act_quant_rows, 2,                  avx512::decode_acts,
+                               avx512::gemm_fp8,   avx512::gemm_fp4,       avx512::gemm_bf16,  avx512::gemm_f32_bf16w,
+                               avx512::gemm_f32,   avx512::sparse_attn,    avx512::index_scores, avx512::read_stream,
+                               avx512::fma_loop,   avx512::dot_loop,       16};
     return ops;
 }
 

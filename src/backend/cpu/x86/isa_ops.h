@@ -15,10 +15,9 @@ namespace deepinfer::backend::cpu {
 
 // Activation rows per pass over a row group: the decoded rows (64 x k x 2 bytes) stay in L2.
 inline constexpr int64_t kActRowChunk = 64;
-// Scratch floats of a quantized GEMM task (accumulators of kActRowChunk rows x 16 lanes, a decoded
-// 16x32 block) and of a dense GEMM task (also a 16-row weight panel and 8 activation rows as fp32).
-inline constexpr int64_t kGemmScratchFloats = kActRowChunk * 16 + 16 * 32;
-inline int64_t dense_scratch_floats(int64_t k) { return kGemmScratchFloats + 24 * k + 64; }
+// Scratch floats of a GEMM task: a decoded 16-row weight panel (fp32 at most: 16 k), its block scales
+// (16 per 32 columns), accumulators of kActRowChunk rows x 16 lanes, 8 activation rows as fp32, slack.
+inline int64_t gemm_scratch_floats(int64_t k) { return 16 * k + k / 2 + kActRowChunk * 16 + 8 * k + 256; }
 
 // fp8 / MXFP4 GEMM of all activation rows against `groups` packed row groups (packing.h).
 struct QuantGemmTask {
@@ -31,7 +30,7 @@ struct QuantGemmTask {
     int64_t rows;  // valid output rows of these groups (<= 16 * groups)
     bf16* out;     // out[0, first row of the first group]
     int64_t ldo;
-    float* scratch;  // kGemmScratchFloats, 64-byte aligned
+    float* scratch;  // gemm_scratch_floats(k), 64-byte aligned
 };
 
 // out[i, j] = sum_k x[i, k] w[j, k] for i < n, j < rows (pointers at the first row of the range).
@@ -42,7 +41,7 @@ struct DenseGemmTask {
     int64_t rows;
     void* out;  // bf16 or fp32, row stride ldo
     int64_t ldo;
-    float* scratch;  // dense_scratch_floats(k), 64-byte aligned
+    float* scratch;  // gemm_scratch_floats(k), 64-byte aligned
 };
 
 // Sparse sink attention (spec §4.7) of query rows [i0, i1) and heads [h0, h1); see Kernels::sparse_attn.
@@ -98,6 +97,12 @@ struct IsaOps {
     void (*gemm_f32)(const DenseGemmTask& task);        // fp32 x, fp32 w, fp32 out
     void (*sparse_attn)(const SparseAttnTask& task);
     void (*index_scores)(const IndexScoresTask& task);
+    // Machine probes (backend/cpu/machine_probe.h): sum of a 64-byte aligned buffer read once, and
+    // iters x 12 independent vector FMAs / bf16 dot products (fp32 FMAs where the ISA has none).
+    uint64_t (*read_stream)(const uint8_t* p, size_t bytes);
+    float (*fma_loop)(int64_t iters);
+    float (*dot_loop)(int64_t iters);
+    int vector_floats;  // fp32 lanes of the probe loops' registers
 };
 
 // The routines of each ISA; which ones exist is decided by the CPU in cpu_tables.cpp.
@@ -116,6 +121,9 @@ const IsaOps& avx512_ops();
     void gemm_f32(const DenseGemmTask& task);                                                                  \
     void sparse_attn(const SparseAttnTask& task);                                                              \
     void index_scores(const IndexScoresTask& task);                                                            \
+    uint64_t read_stream(const uint8_t* p, size_t bytes);                                                      \
+    float fma_loop(int64_t iters);                                                                             \
+    float dot_loop(int64_t iters);                                                                             \
     }
 DEEPINFER_DECLARE_ISA_OPS(avx2)
 DEEPINFER_DECLARE_ISA_OPS(avx512)

@@ -1,7 +1,7 @@
 // AVX-512 dense GEMMs: bf16 x bf16 -> bf16 (vdpbf16ps: products exact, fp32 sums), fp32 x bf16 -> fp32 and
 // fp32 x fp32 -> fp32 (FMA). Few activation rows (decode) stream each weight row once with k in the
-// lanes; many rows use a weight-stationary kernel: a 16-row x 32 (or 16) column weight block is
-// transposed into 16 registers (row r in lane r) and every activation row is run against it.
+// lanes; many rows first transpose a 16-row panel of the weight (row r in lane r, L2-resident) and run
+// tiles of 8 activation rows over it with the accumulators in registers.
 #include <immintrin.h>
 
 #include <cstdint>
@@ -12,8 +12,8 @@
 namespace deepinfer::backend::cpu::avx512 {
 namespace {
 
-// At or above this many activation rows the weight-stationary kernel wins (measured by bench-ops).
-constexpr int64_t kStationaryMinRows = 8;
+// From this many activation rows on, the panel kernel wins over streaming rows with k in the lanes.
+constexpr int64_t kPanelMinRows = 8;
 
 // ---- weight formats: load 16 (or a masked tail of) columns of one row as fp32 / 32 columns as bf16 ----
 
@@ -88,107 +88,109 @@ void gemv(const DenseGemmTask& t, int64_t w_elem_bytes, const Tile& tile, const 
     }
 }
 
-// ---- weight-stationary: 16 weight rows in the lanes of 16 registers ---------------------------------
+// ---- panel: 16 weight rows in the lanes, k (or column pairs) in order --------------------------------
 
-// bf16: block of 32 columns; w[c] holds the column pair (2c, 2c + 1) of row r in lane r.
-inline void load_bf16_block(const uint16_t* w, int64_t k, int64_t valid_rows, int64_t col, __m512i (&blk)[16]) {
-    for (int r = 0; r < 16; ++r)
-        blk[r] = r < valid_rows ? _mm512_loadu_si512(w + r * k + col) : _mm512_setzero_si512();
-    transpose16(blk);
+// panel[c] holds the bf16 column pair c of the 16 rows (rows >= valid are zero); k % 32 == 0.
+inline void build_bf16_panel(const uint16_t* w, int64_t k, int64_t valid, __m512i* panel) {
+    for (int64_t col = 0; col < k; col += 32) {
+        __m512i blk[16];
+        for (int r = 0; r < 16; ++r) blk[r] = r < valid ? _mm512_loadu_si512(w + r * k + col) : _mm512_setzero_si512();
+        transpose16(blk);
+        for (int c = 0; c < 16; ++c) _mm512_store_si512(panel + col / 2 + c, blk[c]);
+    }
 }
 
-// fp32 view: block of 16 columns; blk[c] holds column c of row r in lane r.
+// panel[c] holds column c of the 16 rows as fp32; k % 16 == 0.
 template <class W>
-inline void load_f32_block(const uint8_t* w, int64_t row_bytes, int64_t valid_rows, int64_t col, __m512i (&blk)[16]) {
-    for (int r = 0; r < 16; ++r)
-        blk[r] = r < valid_rows ? _mm512_castps_si512(W::load16(w + r * row_bytes, col, 0xffff)) : _mm512_setzero_si512();
-    transpose16(blk);
+inline void build_f32_panel(const uint8_t* w, int64_t row_bytes, int64_t k, int64_t valid, __m512* panel) {
+    for (int64_t col = 0; col < k; col += 16) {
+        __m512i blk[16];
+        for (int r = 0; r < 16; ++r)
+            blk[r] = r < valid ? _mm512_castps_si512(W::load16(w + r * row_bytes, col, 0xffff)) : _mm512_setzero_si512();
+        transpose16(blk);
+        for (int c = 0; c < 16; ++c) _mm512_store_ps(panel + col + c, _mm512_castsi512_ps(blk[c]));
+    }
 }
 
+// R activation rows over the whole panel, accumulators in registers (R independent chains).
 template <int R>
-inline void stationary_bf16(const __m512i (&blk)[16], const uint32_t* x, int64_t x_stride, float* acc) {
-    __m512 p[R];
-    for (int a = 0; a < R; ++a) p[a] = _mm512_load_ps(acc + 16 * a);
-#pragma GCC unroll 16
-    for (int c = 0; c < 16; ++c)
-        for (int a = 0; a < R; ++a)
-            p[a] = _mm512_dpbf16_ps(p[a], (__m512bh)blk[c], (__m512bh)_mm512_set1_epi32(static_cast<int>(x[a * x_stride + c])));
-    for (int a = 0; a < R; ++a) _mm512_store_ps(acc + 16 * a, p[a]);
-}
-
-template <int R>
-inline void stationary_f32(const __m512i (&blk)[16], const float* x, int64_t x_stride, float* acc) {
-    __m512 p[R];
-    for (int a = 0; a < R; ++a) p[a] = _mm512_load_ps(acc + 16 * a);
-#pragma GCC unroll 16
-    for (int c = 0; c < 16; ++c)
-        for (int a = 0; a < R; ++a) p[a] = _mm512_fmadd_ps(_mm512_castsi512_ps(blk[c]), _mm512_set1_ps(x[a * x_stride + c]), p[a]);
-    for (int a = 0; a < R; ++a) _mm512_store_ps(acc + 16 * a, p[a]);
-}
-
-// Run `apply<R>` over activation rows [0, n) in groups of 8 with a 4/2/1 tail.
-template <class Apply>
-inline void over_rows(int64_t n, const Apply& apply) {
-    int64_t i = 0;
-    for (; i + 8 <= n; i += 8) apply.template run<8>(i);
-    if (i + 4 <= n) apply.template run<4>(i), i += 4;
-    if (i + 2 <= n) apply.template run<2>(i), i += 2;
-    if (i < n) apply.template run<1>(i);
-}
-
-struct Bf16Rows {
-    const __m512i (&blk)[16];
-    const uint32_t* x;
-    int64_t x_stride;
-    float* acc;
-    template <int R>
-    void run(int64_t i) const { stationary_bf16<R>(blk, x + i * x_stride, x_stride, acc + 16 * i); }
-};
-struct F32Rows {
-    const __m512i (&blk)[16];
-    const float* x;
-    int64_t x_stride;
-    float* acc;
-    template <int R>
-    void run(int64_t i) const { stationary_f32<R>(blk, x + i * x_stride, x_stride, acc + 16 * i); }
-};
-
-// Weight-stationary driver: row groups of 16, activation rows in chunks of kActRowChunk (acc in scratch).
-template <class Block, class Store>
-void stationary(const DenseGemmTask& t, int64_t block_cols, const Block& block, const Store& store) {
-    float* acc = t.scratch;
-    for (int64_t j = 0; j < t.rows; j += 16) {
-        const int64_t valid = t.rows - j < 16 ? t.rows - j : 16;
-        for (int64_t i0 = 0; i0 < t.n; i0 += kActRowChunk) {
-            const int64_t ni = t.n - i0 < kActRowChunk ? t.n - i0 : kActRowChunk;
-            for (int64_t i = 0; i < ni * 16; i += 16) _mm512_store_ps(acc + i, _mm512_setzero_ps());
-            for (int64_t col = 0; col < t.k; col += block_cols) block(j, valid, col, i0, ni, acc);
-            const __mmask16 mask = lane_mask(valid);
-            for (int64_t i = 0; i < ni; ++i) store(i0 + i, j, mask, _mm512_load_ps(acc + 16 * i));
+inline void bf16_panel_tile(const __m512i* panel, int64_t pairs, const uint32_t* x, int64_t x_stride, __m512 (&acc)[8]) {
+    for (int r = 0; r < R; ++r) acc[r] = _mm512_setzero_ps();
+    for (int64_t c = 0; c < pairs; c += 4) {
+#pragma GCC unroll 4
+        for (int u = 0; u < 4; ++u) {
+            const __m512i w = _mm512_load_si512(panel + c + u);
+#pragma GCC unroll 8
+            for (int r = 0; r < R; ++r)
+                acc[r] = _mm512_dpbf16_ps(acc[r], (__m512bh)w,
+                                          (__m512bh)_mm512_set1_epi32(static_cast<int>(x[r * x_stride + c + u])));
         }
     }
 }
 
-template <class W>
-void gemm_f32_any(const DenseGemmTask& t, int64_t w_elem_bytes);
+template <int R>
+inline void f32_panel_tile(const __m512* panel, int64_t k, const float* x, int64_t x_stride, __m512 (&acc)[8]) {
+    for (int r = 0; r < R; ++r) acc[r] = _mm512_setzero_ps();
+    for (int64_t c = 0; c < k; c += 4) {
+#pragma GCC unroll 4
+        for (int u = 0; u < 4; ++u) {
+            const __m512 w = _mm512_load_ps(panel + c + u);
+#pragma GCC unroll 8
+            for (int r = 0; r < R; ++r) acc[r] = _mm512_fmadd_ps(w, _mm512_set1_ps(x[r * x_stride + c + u]), acc[r]);
+        }
+    }
+}
+
+// Row groups of 16; activation rows in tiles of 8 with a 1-7 tail; store(i, j, mask, v) writes 16 lanes.
+template <class Tile, class Store>
+inline void panel_rows(int64_t n, int64_t j, __mmask16 mask, const Tile& tile, const Store& store) {
+    for (int64_t i = 0; i < n; i += 8) {
+        __m512 acc[8];
+        const int64_t left = n - i;
+        switch (left >= 8 ? 8 : left) {
+            case 8: tile.template run<8>(i, acc); break;
+            case 7: tile.template run<7>(i, acc); break;
+            case 6: tile.template run<6>(i, acc); break;
+            case 5: tile.template run<5>(i, acc); break;
+            case 4: tile.template run<4>(i, acc); break;
+            case 3: tile.template run<3>(i, acc); break;
+            case 2: tile.template run<2>(i, acc); break;
+            default: tile.template run<1>(i, acc); break;
+        }
+        for (int64_t r = 0; r < (left >= 8 ? 8 : left); ++r) store(i + r, j, mask, acc[r]);
+    }
+}
+
+struct Bf16Tile {
+    const __m512i* panel;
+    int64_t pairs;
+    const uint32_t* x;
+    template <int R>
+    void run(int64_t i, __m512 (&acc)[8]) const { bf16_panel_tile<R>(panel, pairs, x + i * pairs, pairs, acc); }
+};
+struct F32Tile {
+    const __m512* panel;
+    int64_t k;
+    const float* x;
+    template <int R>
+    void run(int64_t i, __m512 (&acc)[8]) const { f32_panel_tile<R>(panel, k, x + i * k, k, acc); }
+};
 
 }  // namespace
 
 void gemm_bf16(const DenseGemmTask& t) {
     auto* out = static_cast<uint16_t*>(t.out);
     const auto* w = static_cast<const uint16_t*>(t.w);
-    if (t.n >= kStationaryMinRows && t.k % 32 == 0) {
-        const auto* x = static_cast<const uint32_t*>(t.x);
-        stationary(
-            t, 32,
-            [&](int64_t j, int64_t valid, int64_t col, int64_t i0, int64_t ni, float* acc) {
-                __m512i blk[16];
-                load_bf16_block(w + j * t.k, t.k, valid, col, blk);
-                over_rows(ni, Bf16Rows{blk, x + i0 * (t.k / 2) + col / 2, t.k / 2, acc});
-            },
-            [&](int64_t i, int64_t j, __mmask16 mask, __m512 v) {
-                _mm256_mask_storeu_epi16(out + i * t.ldo + j, mask, to_bf16(v));
-            });
+    if (t.n >= kPanelMinRows && t.k % 32 == 0) {
+        auto* panel = reinterpret_cast<__m512i*>(t.scratch);
+        for (int64_t j = 0; j < t.rows; j += 16) {
+            const int64_t valid = t.rows - j < 16 ? t.rows - j : 16;
+            build_bf16_panel(w + j * t.k, t.k, valid, panel);
+            panel_rows(t.n, j, lane_mask(valid), Bf16Tile{panel, t.k / 2, static_cast<const uint32_t*>(t.x)},
+                       [&](int64_t i, int64_t jj, __mmask16 mask, __m512 v) {
+                           _mm256_mask_storeu_epi16(out + i * t.ldo + jj, mask, to_bf16(v));
+                       });
+        }
         return;
     }
     gemv(
@@ -211,16 +213,14 @@ template <class W>
 void gemm_f32_any(const DenseGemmTask& t, int64_t w_elem_bytes) {
     auto* out = static_cast<float*>(t.out);
     const auto* w = static_cast<const uint8_t*>(t.w);
-    if (t.n >= kStationaryMinRows && t.k % 16 == 0) {
-        const auto* x = static_cast<const float*>(t.x);
-        stationary(
-            t, 16,
-            [&](int64_t j, int64_t valid, int64_t col, int64_t i0, int64_t ni, float* acc) {
-                __m512i blk[16];
-                load_f32_block<W>(w + j * t.k * w_elem_bytes, t.k * w_elem_bytes, valid, col, blk);
-                over_rows(ni, F32Rows{blk, x + i0 * t.k + col, t.k, acc});
-            },
-            [&](int64_t i, int64_t j, __mmask16 mask, __m512 v) { _mm512_mask_storeu_ps(out + i * t.ldo + j, mask, v); });
+    if (t.n >= kPanelMinRows && t.k % 16 == 0) {
+        auto* panel = reinterpret_cast<__m512*>(t.scratch);
+        for (int64_t j = 0; j < t.rows; j += 16) {
+            const int64_t valid = t.rows - j < 16 ? t.rows - j : 16;
+            build_f32_panel<W>(w + j * t.k * w_elem_bytes, t.k * w_elem_bytes, t.k, valid, panel);
+            panel_rows(t.n, j, lane_mask(valid), F32Tile{panel, t.k, static_cast<const float*>(t.x)},
+                       [&](int64_t i, int64_t jj, __mmask16 mask, __m512 v) { _mm512_mask_storeu_ps(out + i * t.ldo + jj, mask, v); });
+        }
         return;
     }
     gemv(

@@ -1,5 +1,6 @@
 // AVX-512 (bf16 dot product + VBMI) block-scaled GEMMs: fp8 x fp8 and fp8 x MXFP4 on the packed layouts
-// of backend/cpu/packing.h, and the activation decode they read. Spec §4.3: each 32-column block product
+// of backend/cpu/packing.h, and the activation decode they read. Weights are decoded to bf16 in
+// registers (64 packed bytes -> 2 or 4 vectors of 16 rows x one column pair). Spec §4.3: each 32-column block product
 // is exact (e4m3 and e2m1 values are exact in bf16, their products exact in fp32), summed in fp32 per
 // block (vdpbf16ps: order within the block differs from the reference), scaled by sa * sw (powers of two)
 // and accumulated over blocks in order with one FMA; one bf16 rounding at the end.
@@ -14,88 +15,151 @@
 namespace deepinfer::backend::cpu::avx512 {
 namespace {
 
-// One 16-row x 32-column weight block decoded to 16 registers: w[t] holds, in dword lane r, the bf16 pair
-// of columns (2t, 2t + 1) of row r.
-struct Fp8Block {
+// Decoders of one 64-byte chunk into kVectors registers: vector q holds, in dword lane r, the bf16 pair
+// of columns (2 t, 2 t + 1) of row r with t = kVectors * chunk + q (packing.h).
+struct Fp8Chunks {
+    static constexpr int kVectors = 2, kChunks = 8;
+    static constexpr int64_t kBlockBytes = 512;
     Fp8ToBf16 dec;
-    static constexpr int64_t kBytes = 512;
-    inline void load(const uint8_t* p, __m512i (&w)[16]) const {
-#pragma GCC unroll 8
-        for (int c = 0; c < 8; ++c) dec.decode(_mm512_load_si512(p + 64 * c), w[2 * c], w[2 * c + 1]);
-    }
+    inline void decode(const uint8_t* p, __m512i* v) const { dec.decode(_mm512_load_si512(p), v[0], v[1]); }
 };
 
-struct Fp4Block {
+struct Fp4Chunks {
+    static constexpr int kVectors = 4, kChunks = 4;
+    static constexpr int64_t kBlockBytes = 256;
     __m512i lut = _mm512_load_si512(tables::kE2M1Bf16x2.v);
-    static constexpr int64_t kBytes = 256;
-    inline void load(const uint8_t* p, __m512i (&w)[16]) const {
-#pragma GCC unroll 4
-        for (int c = 0; c < 4; ++c) {
-            const __m512i v = _mm512_load_si512(p + 64 * c);
-            w[4 * c + 0] = _mm512_permutexvar_epi16(v, lut);
-            w[4 * c + 1] = _mm512_permutexvar_epi16(_mm512_srli_epi16(v, 4), lut);
-            w[4 * c + 2] = _mm512_permutexvar_epi16(_mm512_srli_epi16(v, 8), lut);
-            w[4 * c + 3] = _mm512_permutexvar_epi16(_mm512_srli_epi16(v, 12), lut);
-        }
+    inline void decode(const uint8_t* p, __m512i* v) const {
+        const __m512i x = _mm512_load_si512(p);
+        v[0] = _mm512_permutexvar_epi16(x, lut);
+        v[1] = _mm512_permutexvar_epi16(_mm512_srli_epi16(x, 4), lut);
+        v[2] = _mm512_permutexvar_epi16(_mm512_srli_epi16(x, 8), lut);
+        v[3] = _mm512_permutexvar_epi16(_mm512_srli_epi16(x, 12), lut);
     }
 };
 
-inline __m512 dot(__m512 acc, __m512i w, uint32_t pair) {
-    return _mm512_dpbf16_ps(acc, (__m512bh)w, (__m512bh)_mm512_set1_epi32(static_cast<int>(pair)));
+inline __m512 dot(__m512 acc, __m512i w, const uint32_t* pair) {
+    return _mm512_dpbf16_ps(acc, (__m512bh)w, (__m512bh)_mm512_set1_epi32(static_cast<int>(*pair)));
 }
 
-// R activation rows against one decoded block: partial sums in two chains (even / odd column pairs),
-// then acc += partial * (sa * sw). a: pairs of the block in row 0, sa: scale of the block in row 0.
-template <int R>
-inline void apply_block(const __m512i (&w)[16], __m512 sw, const uint32_t* a, int64_t a_stride, const float* sa,
-                        int64_t sa_stride, float* acc) {
-    __m512 p0[R], p1[R];
-#pragma GCC unroll 4
-    for (int r = 0; r < R; ++r) p0[r] = p1[r] = _mm512_setzero_ps();
-#pragma GCC unroll 8
-    for (int t = 0; t < 16; t += 2) {
-#pragma GCC unroll 4
-        for (int r = 0; r < R; ++r) {
-            p0[r] = dot(p0[r], w[t], a[r * a_stride + t]);
-            p1[r] = dot(p1[r], w[t + 1], a[r * a_stride + t + 1]);
-        }
-    }
-#pragma GCC unroll 4
-    for (int r = 0; r < R; ++r) {
-        const __m512 s = _mm512_mul_ps(sw, _mm512_set1_ps(sa[r * sa_stride]));
-        const __m512 partial = _mm512_add_ps(p0[r], p1[r]);
-        _mm512_store_ps(acc + 16 * r, _mm512_fmadd_ps(partial, s, _mm512_load_ps(acc + 16 * r)));
-    }
-}
+inline void store_row(bf16* out, __mmask16 mask, __m512 v) { _mm256_mask_storeu_epi16(out, mask, to_bf16(v)); }
 
-template <class Block, class Scales>
-void run(const QuantGemmTask& t, const Block& block, const Scales& scale_of) {
+// Few activation rows (decode): R rows per pass with their partial sums (C chains each, enough
+// independent dot products to hide the latency) and accumulators in registers; each chunk is decoded
+// and used at once.
+template <int R, int C, class Chunks, class Scales>
+void stream_rows(const QuantGemmTask& t, const Chunks& chunks, const Scales& scale_of, int64_t g, int64_t i0) {
     const int64_t kb_count = t.k / 32, a_stride = t.k / 2;
-    const auto* acts = static_cast<const uint32_t*>(t.acts);
-    float* acc = t.scratch;
-    for (int64_t g = 0; g < t.groups; ++g) {
-        const uint8_t* codes = t.codes + g * kb_count * Block::kBytes;
-        for (int64_t i = 0; i < t.n * 16; i += 16) _mm512_store_ps(acc + i, _mm512_setzero_ps());
-        for (int64_t kb = 0; kb < kb_count; ++kb) {
-            __m512i w[16];
-            block.load(codes + kb * Block::kBytes, w);
-            const __m512 sw = scale_of(g, kb);
-            const uint32_t* a = acts + kb * 16;
-            const float* sa = t.act_scales + kb;
-            int64_t i = 0;
-            for (; i + 4 <= t.n; i += 4)
-                apply_block<4>(w, sw, a + i * a_stride, a_stride, sa + i * kb_count, kb_count, acc + 16 * i);
-            switch (t.n - i) {
-                case 3: apply_block<3>(w, sw, a + i * a_stride, a_stride, sa + i * kb_count, kb_count, acc + 16 * i); break;
-                case 2: apply_block<2>(w, sw, a + i * a_stride, a_stride, sa + i * kb_count, kb_count, acc + 16 * i); break;
-                case 1: apply_block<1>(w, sw, a + i * a_stride, a_stride, sa + i * kb_count, kb_count, acc + 16 * i); break;
-                default: break;
+    const auto* acts = static_cast<const uint32_t*>(t.acts) + i0 * a_stride;
+    const float* sa = t.act_scales + i0 * kb_count;
+    const uint8_t* codes = t.codes + g * kb_count * Chunks::kBlockBytes;
+    __m512 acc[R];
+    for (int r = 0; r < R; ++r) acc[r] = _mm512_setzero_ps();
+    for (int64_t kb = 0; kb < kb_count; ++kb) {
+        __m512 p[R][C];
+        for (int r = 0; r < R; ++r)
+            for (int c = 0; c < C; ++c) p[r][c] = _mm512_setzero_ps();
+        const uint8_t* block = codes + kb * Chunks::kBlockBytes;
+        _mm_prefetch(reinterpret_cast<const char*>(block + 2048), _MM_HINT_T0);
+        _mm_prefetch(reinterpret_cast<const char*>(block + 2048 + 64), _MM_HINT_T0);
+#pragma GCC unroll 8
+        for (int ch = 0; ch < Chunks::kChunks; ++ch) {
+            __m512i v[Chunks::kVectors];
+            chunks.decode(block + 64 * ch, v);
+#pragma GCC unroll 4
+            for (int q = 0; q < Chunks::kVectors; ++q) {
+                const int tp = Chunks::kVectors * ch + q;
+#pragma GCC unroll 8
+                for (int r = 0; r < R; ++r) p[r][tp % C] = dot(p[r][tp % C], v[q], acts + r * a_stride + kb * 16 + tp);
             }
         }
-        const int64_t valid = t.rows - g * 16;
-        const __mmask16 mask = lane_mask(valid);
-        for (int64_t i = 0; i < t.n; ++i)
-            _mm256_mask_storeu_epi16(t.out + i * t.ldo + g * 16, mask, to_bf16(_mm512_load_ps(acc + 16 * i)));
+        const __m512 sw = scale_of(g, kb);
+#pragma GCC unroll 8
+        for (int r = 0; r < R; ++r) {
+            __m512 partial = p[r][0];
+            for (int c = 1; c < C; ++c) partial = _mm512_add_ps(partial, p[r][c]);
+            acc[r] = _mm512_fmadd_ps(partial, _mm512_mul_ps(sw, _mm512_set1_ps(sa[r * kb_count + kb])), acc[r]);
+        }
+    }
+    const __mmask16 mask = lane_mask(t.rows - g * 16);
+    for (int r = 0; r < R; ++r) store_row(t.out + (i0 + r) * t.ldo + g * 16, mask, acc[r]);
+}
+
+// Many activation rows (prefill): the whole row group is decoded once into an L2-resident panel
+// (16 vectors and the weight scales per block), then tiles of R rows run over all of k with partial sums
+// and accumulators in registers; each activation row is read sequentially.
+template <int R>
+void panel_tile(const __m512i* panel, const __m512* sw, int64_t kb_count, const uint32_t* a, int64_t a_stride,
+                const float* sa, int64_t sa_stride, bf16* out, int64_t ldo, __mmask16 mask) {
+    __m512 acc[R];
+    for (int r = 0; r < R; ++r) acc[r] = _mm512_setzero_ps();
+    for (int64_t kb = 0; kb < kb_count; ++kb) {
+        __m512 p[R];
+        for (int r = 0; r < R; ++r) p[r] = _mm512_setzero_ps();
+        const __m512i* w = panel + kb * 16;
+        const uint32_t* ak = a + kb * 16;
+#pragma GCC unroll 16
+        for (int tp = 0; tp < 16; ++tp) {
+            const __m512i wv = _mm512_load_si512(w + tp);
+#pragma GCC unroll 8
+            for (int r = 0; r < R; ++r) p[r] = dot(p[r], wv, ak + r * a_stride + tp);
+        }
+        const __m512 s = sw[kb];
+#pragma GCC unroll 8
+        for (int r = 0; r < R; ++r)
+            acc[r] = _mm512_fmadd_ps(p[r], _mm512_mul_ps(s, _mm512_set1_ps(sa[r * sa_stride + kb])), acc[r]);
+    }
+    for (int r = 0; r < R; ++r) store_row(out + r * ldo, mask, acc[r]);
+}
+
+template <class Chunks, class Scales>
+void panel_group(const QuantGemmTask& t, const Chunks& chunks, const Scales& scale_of, int64_t g) {
+    const int64_t kb_count = t.k / 32, a_stride = t.k / 2;
+    const auto* acts = static_cast<const uint32_t*>(t.acts);
+    auto* panel = reinterpret_cast<__m512i*>(t.scratch);
+    auto* sw = reinterpret_cast<__m512*>(panel + kb_count * 16);
+    const uint8_t* codes = t.codes + g * kb_count * Chunks::kBlockBytes;
+    for (int64_t kb = 0; kb < kb_count; ++kb) {
+        for (int ch = 0; ch < Chunks::kChunks; ++ch)
+            chunks.decode(codes + kb * Chunks::kBlockBytes + 64 * ch, panel + kb * 16 + Chunks::kVectors * ch);
+        sw[kb] = scale_of(g, kb);
+    }
+    const __mmask16 mask = lane_mask(t.rows - g * 16);
+    bf16* out = t.out + g * 16;
+    int64_t i = 0;
+    for (; i + 8 <= t.n; i += 8)
+        panel_tile<8>(panel, sw, kb_count, acts + i * a_stride, a_stride, t.act_scales + i * kb_count, kb_count, out + i * t.ldo, t.ldo, mask);
+    switch (t.n - i) {
+        case 7: panel_tile<7>(panel, sw, kb_count, acts + i * a_stride, a_stride, t.act_scales + i * kb_count, kb_count, out + i * t.ldo, t.ldo, mask); break;
+        case 6: panel_tile<6>(panel, sw, kb_count, acts + i * a_stride, a_stride, t.act_scales + i * kb_count, kb_count, out + i * t.ldo, t.ldo, mask); break;
+        case 5: panel_tile<5>(panel, sw, kb_count, acts + i * a_stride, a_stride, t.act_scales + i * kb_count, kb_count, out + i * t.ldo, t.ldo, mask); break;
+        case 4: panel_tile<4>(panel, sw, kb_count, acts + i * a_stride, a_stride, t.act_scales + i * kb_count, kb_count, out + i * t.ldo, t.ldo, mask); break;
+        case 3: panel_tile<3>(panel, sw, kb_count, acts + i * a_stride, a_stride, t.act_scales + i * kb_count, kb_count, out + i * t.ldo, t.ldo, mask); break;
+        case 2: panel_tile<2>(panel, sw, kb_count, acts + i * a_stride, a_stride, t.act_scales + i * kb_count, kb_count, out + i * t.ldo, t.ldo, mask); break;
+        case 1: panel_tile<1>(panel, sw, kb_count, acts + i * a_stride, a_stride, t.act_scales + i * kb_count, kb_count, out + i * t.ldo, t.ldo, mask); break;
+        default: break;
+    }
+}
+
+// Up to kStreamRows activation rows use the streaming kernel.
+constexpr int64_t kStreamRows = 8;
+
+template <class Chunks, class Scales>
+void run(const QuantGemmTask& t, const Chunks& chunks, const Scales& scale_of) {
+    for (int64_t g = 0; g < t.groups; ++g) {
+        if (t.n > kStreamRows) {
+            panel_group(t, chunks, scale_of, g);
+            continue;
+        }
+        switch (t.n) {
+            case 1: stream_rows<1, 2>(t, chunks, scale_of, g, 0); break;
+            case 2: stream_rows<2, 2>(t, chunks, scale_of, g, 0); break;
+            case 3: stream_rows<3, 2>(t, chunks, scale_of, g, 0); break;
+            case 4: stream_rows<4, 2>(t, chunks, scale_of, g, 0); break;
+            case 5: stream_rows<5, 1>(t, chunks, scale_of, g, 0); break;
+            case 6: stream_rows<6, 1>(t, chunks, scale_of, g, 0); break;
+            case 7: stream_rows<7, 1>(t, chunks, scale_of, g, 0); break;
+            default: stream_rows<8, 1>(t, chunks, scale_of, g, 0); break;
+        }
     }
 }
 
@@ -103,12 +167,12 @@ void run(const QuantGemmTask& t, const Block& block, const Scales& scale_of) {
 
 void gemm_fp8(const QuantGemmTask& t) {
     const int64_t kb_count = t.k / 32;
-    run(t, Fp8Block{}, [&](int64_t g, int64_t kb) { return _mm512_set1_ps(e8m0_to_float(t.scales[g * kb_count + kb])); });
+    run(t, Fp8Chunks{}, [&](int64_t g, int64_t kb) { return _mm512_set1_ps(e8m0_to_float(t.scales[g * kb_count + kb])); });
 }
 
 void gemm_fp4(const QuantGemmTask& t) {
     const int64_t kb_count = t.k / 32;
-    run(t, Fp4Block{}, [&](int64_t g, int64_t kb) {
+    run(t, Fp4Chunks{}, [&](int64_t g, int64_t kb) {
         return e8m0_to_ps(_mm_loadu_si128(reinterpret_cast<const __m128i*>(t.scales + (g * kb_count + kb) * 16)));
     });
 }

@@ -1,0 +1,373 @@
+// `deepinfer bench-ops`: kernel throughput on the released weight shapes, against limits measured in the
+// same run (streaming read bandwidth, fp32 FMA and bf16-dot peaks). Weights cycle through distinct copies
+// totalling >= 2 GiB, so every call streams them from memory as decode does.
+#include <fmt/format.h>
+#include <sys/mman.h>
+
+#include <algorithm>
+#include <chrono>
+#include <cmath>
+#include <cstdio>
+#include <functional>
+#include <memory>
+#include <random>
+#include <string>
+#include <vector>
+
+#include "backend/cpu/machine_probe.h"
+#include "backend/kernels.h"
+#include "core/aligned_buffer.h"
+#include "core/cpu_features.h"
+#include "core/thread_pool.h"
+#include "tools/commands.h"
+
+namespace deepinfer::cli {
+namespace {
+
+using backend::Kernels;
+using Clock = std::chrono::steady_clock;
+
+struct Options {
+    int threads = 0;
+    std::string isa;
+    int iters = 5;
+    bool quick = false;
+    bool hugepages = true;
+    std::string json;
+    std::vector<int64_t> rows = {1, 4, 16, 64};
+};
+
+struct Machine {
+    double read_gbps = 0, fp32_gflops = 0, bf16_gflops = 0;
+};
+
+struct Result {
+    std::string kernel, weight;
+    int64_t rows = 0, cols = 0, n = 0;
+    double bytes = 0, flops = 0, seconds = 0, peak = 0;
+    const char* peak_name = "";
+    double gbps() const { return bytes / seconds / 1e9; }
+    double gflops() const { return flops / seconds / 1e9; }
+};
+
+double elapsed(Clock::time_point t0) { return std::chrono::duration<double>(Clock::now() - t0).count(); }
+
+// Weight storage that may use transparent huge pages (fewer TLB misses on multi-GiB streams).
+void advise(AlignedBuffer& b, bool hugepages) {
+    if (!hugepages || b.size() < (size_t{2} << 20)) return;
+    auto start = (reinterpret_cast<uintptr_t>(b.data()) + 4095) & ~uintptr_t{4095};
+    auto end = (reinterpret_cast<uintptr_t>(b.data()) + b.size()) & ~uintptr_t{4095};
+    if (end > start) madvise(reinterpret_cast<void*>(start), end - start, MADV_HUGEPAGE);
+}
+AlignedBuffer make_buffer(size_t bytes, bool hugepages) {
+    AlignedBuffer b;
+    b.allocate(bytes);  // zero-filled: touches every page once
+    advise(b, hugepages);
+    return b;
+}
+
+// Fill with a cheap generator: the contents only need to be realistic (finite codes, sane scales).
+void fill_codes(uint8_t* p, size_t n, uint64_t seed, uint8_t mask) {
+    uint64_t x = seed * 0x9e3779b97f4a7c15ull + 1;
+    for (size_t i = 0; i < n; ++i) {
+        x ^= x << 13, x ^= x >> 7, x ^= x << 17;
+        uint8_t c = static_cast<uint8_t>(x >> 24) & mask;
+        if ((c & 0x7f) == 0x7f) c = 0x3f;  // no e4m3 NaN
+        p[i] = c;
+    }
+}
+void fill_scales(uint8_t* p, size_t n, uint64_t seed) {
+    for (size_t i = 0; i < n; ++i) p[i] = static_cast<uint8_t>(118 + (i * 7 + seed) % 10);
+}
+
+// One benchmarked weight: `copies` distinct copies and a call running copy c with n activation rows.
+struct Bench {
+    std::string kernel, weight;
+    int64_t rows, cols;
+    double bytes_per_call;      // weight bytes each call reads (the kernel's layout)
+    bool bf16_dot_peak;         // compared against the bf16-dot peak (else fp32 FMA)
+    size_t copies = 0;
+    std::function<void(size_t copy, int64_t n)> run = {};
+    std::vector<AlignedBuffer> storage = {};
+    std::vector<std::unique_ptr<backend::PackedWeight>> packed = {};
+};
+
+size_t copies_for(double bytes, double total) { return std::max<size_t>(2, static_cast<size_t>(std::ceil(total / bytes))); }
+
+struct Inputs {
+    int64_t max_n, max_k;
+    std::vector<uint8_t> codes, scales;
+    std::vector<bf16> xb;
+    std::vector<float> xf;
+    Inputs(int64_t n, int64_t k, const Kernels& kernels, ThreadPool& pool) : max_n(n), max_k(k) {
+        std::mt19937 rng(7);
+        std::normal_distribution<float> dist(0.0f, 1.0f);
+        xb.resize(n * k);
+        xf.resize(n * k);
+        for (int64_t i = 0; i < n * k; ++i) {
+            xb[i] = float_to_bf16(dist(rng));
+            xf[i] = bf16_to_float(xb[i]);
+        }
+        codes.resize(n * k);
+        scales.resize(n * k / 32);
+        kernels.act_quant(xb.data(), n, k, codes.data(), scales.data(), pool);
+    }
+    // act_quant rows of width k (rows of the max_k-wide quantization reinterpreted: fine for timing)
+    backend::Fp8Acts acts(int64_t n, int64_t k) const { return {codes.data(), scales.data(), n, k}; }
+};
+
+void add_fp8(std::vector<Bench>& out, const std::string& name, int64_t rows, int64_t cols, const Kernels& k,
+             ThreadPool& pool, const Inputs& in, bf16* y, const Options& o, double total) {
+    Bench b{"gemm_fp8", name, rows, cols, 0, true};
+    AlignedBuffer codes = make_buffer(rows * cols, false), scales = make_buffer(((rows + 31) / 32) * (cols / 32), false);
+    fill_codes(codes.data(), codes.size(), 1, 0xff);
+    fill_scales(scales.data(), scales.size(), 1);
+    const backend::Fp8Matrix canon{codes.data(), scales.data(), rows, cols};
+    backend::PackedWeight first;
+    k.prepare_fp8(canon, &first, pool);
+    const bool packed = first.layout != backend::PackedLayout::kNone;
+    b.bytes_per_call = packed ? static_cast<double>(first.data.size()) : static_cast<double>(codes.size() + scales.size());
+    b.copies = copies_for(b.bytes_per_call, total);
+    std::vector<backend::Fp8Matrix> mats;
+    for (size_t c = 0; c < b.copies; ++c) {
+        if (packed) {
+            auto pw = std::make_unique<backend::PackedWeight>();
+            pw->layout = first.layout, pw->rows = rows, pw->cols = cols;
+            pw->data = make_buffer(first.data.size(), o.hugepages);
+            std::copy(first.data.data(), first.data.data() + first.data.size(), pw->data.data());
+            mats.push_back({nullptr, nullptr, rows, cols, pw.get()});
+            b.packed.push_back(std::move(pw));
+        } else {
+            b.storage.push_back(make_buffer(codes.size(), o.hugepages));
+            b.storage.push_back(make_buffer(scales.size(), false));
+            std::copy(codes.data(), codes.data() + codes.size(), b.storage[2 * c].data());
+            std::copy(scales.data(), scales.data() + scales.size(), b.storage[2 * c + 1].data());
+            mats.push_back({b.storage[2 * c].data(), b.storage[2 * c + 1].data(), rows, cols});
+        }
+    }
+    b.run = [&k, &pool, &in, y, mats, cols](size_t c, int64_t n) { k.gemm_fp8(in.acts(n, cols), mats[c], y, mats[c].rows, pool); };
+    out.push_back(std::move(b));
+}
+
+void add_fp4(std::vector<Bench>& out, const std::string& name, int64_t rows, int64_t cols, const Kernels& k,
+             ThreadPool& pool, const Inputs& in, bf16* y, const Options& o, double total) {
+    Bench b{"gemm_fp4", name, rows, cols, 0, true};
+    AlignedBuffer codes = make_buffer(rows * cols / 2, false), scales = make_buffer(rows * (cols / 32), false);
+    fill_codes(codes.data(), codes.size(), 2, 0xff);
+    fill_scales(scales.data(), scales.size(), 2);
+    const backend::Fp4Matrix canon{codes.data(), scales.data(), rows, cols};
+    backend::PackedWeight first;
+    k.prepare_fp4(canon, &first, pool);
+    const bool packed = first.layout != backend::PackedLayout::kNone;
+    b.bytes_per_call = static_cast<double>(packed ? first.data.size() : codes.size() + scales.size());
+    b.copies = copies_for(b.bytes_per_call, total);
+    std::vector<backend::Fp4Matrix> mats;
+    for (size_t c = 0; c < b.copies; ++c) {
+        if (packed) {
+            auto pw = std::make_unique<backend::PackedWeight>();
+            pw->layout = first.layout, pw->rows = rows, pw->cols = cols;
+            pw->data = make_buffer(first.data.size(), o.hugepages);
+            std::copy(first.data.data(), first.data.data() + first.data.size(), pw->data.data());
+            mats.push_back({nullptr, nullptr, rows, cols, pw.get()});
+            b.packed.push_back(std::move(pw));
+        } else {
+            b.storage.push_back(make_buffer(codes.size(), o.hugepages));
+            b.storage.push_back(make_buffer(scales.size(), false));
+            std::copy(codes.data(), codes.data() + codes.size(), b.storage[2 * c].data());
+            std::copy(scales.data(), scales.data() + scales.size(), b.storage[2 * c + 1].data());
+            mats.push_back({b.storage[2 * c].data(), b.storage[2 * c + 1].data(), rows, cols});
+        }
+    }
+    b.run = [&k, &pool, &in, y, mats, cols](size_t c, int64_t n) { k.gemm_fp4(in.acts(n, cols), mats[c], y, mats[c].rows, pool); };
+    out.push_back(std::move(b));
+}
+
+// bf16 weights: gemm_bf16 (bf16 x) or gemm_f32_bf16w (fp32 x, fp32 out).
+void add_bf16(std::vector<Bench>& out, const std::string& name, int64_t rows, int64_t cols, bool f32, const Kernels& k,
+              ThreadPool& pool, const Inputs& in, void* y, const Options& o, double total) {
+    Bench b{f32 ? "gemm_f32_bf16w" : "gemm_bf16", name, rows, cols, static_cast<double>(rows * cols * 2), !f32};
+    b.copies = copies_for(b.bytes_per_call, total);
+    AlignedBuffer first = make_buffer(rows * cols * 2, false);
+    {
+        auto* w = first.as<uint16_t>();
+        uint64_t x = 99;
+        for (int64_t i = 0; i < rows * cols; ++i) {
+            x ^= x << 13, x ^= x >> 7, x ^= x << 17;
+            w[i] = static_cast<uint16_t>(0x3c00 + (x & 0x7ff)) | static_cast<uint16_t>((x >> 20) & 0x8000);
+        }
+    }
+    std::vector<backend::Bf16Matrix> mats;
+    for (size_t c = 0; c < b.copies; ++c) {
+        b.storage.push_back(make_buffer(first.size(), o.hugepages));
+        std::copy(first.data(), first.data() + first.size(), b.storage.back().data());
+        mats.push_back({b.storage.back().as<bf16>(), rows, cols});
+    }
+    if (f32)
+        b.run = [&k, &pool, &in, y, mats](size_t c, int64_t n) {
+            k.gemm_f32_bf16w(in.xf.data(), n, mats[c], static_cast<float*>(y), mats[c].rows, pool);
+        };
+    else
+        b.run = [&k, &pool, &in, y, mats](size_t c, int64_t n) {
+            k.gemm_bf16(in.xb.data(), n, mats[c], static_cast<bf16*>(y), mats[c].rows, pool);
+        };
+    out.push_back(std::move(b));
+}
+
+// Median seconds per call; each sample continues the cycle through the copies (least recently used first).
+double time_calls(Bench& b, int64_t n, int iters, size_t* next) {
+    auto t0 = Clock::now();
+    b.run(*next, n);  // warm-up, also the estimate of one call
+    *next = (*next + 1) % b.copies;
+    const double estimate = std::max(elapsed(t0), 1e-6);
+    const size_t calls = std::min(b.copies, std::max<size_t>(3, static_cast<size_t>(0.3 / estimate)));
+    std::vector<double> samples;
+    for (int it = 0; it < iters; ++it) {
+        t0 = Clock::now();
+        for (size_t c = 0; c < calls; ++c) {
+            b.run(*next, n);
+            *next = (*next + 1) % b.copies;
+        }
+        samples.push_back(elapsed(t0) / static_cast<double>(calls));
+    }
+    std::sort(samples.begin(), samples.end());
+    return samples[samples.size() / 2];
+}
+
+std::string json_escape(const std::string& s) {
+    std::string r;
+    for (char c : s) r += (c == '"' || c == '\\') ? std::string("\\") + c : std::string(1, c);
+    return r;
+}
+
+int run_bench(const Options& o) {
+    Isa isa = best_isa();
+    if (!o.isa.empty() && !parse_isa(o.isa, &isa)) {
+        fmt::print(stderr, "bench-ops: --isa must be scalar, avx2 or avx512 (got {})\n", o.isa);
+        return 2;
+    }
+    if (!backend::cpu::isa_supported(isa)) {
+        fmt::print(stderr, "bench-ops: this CPU cannot run the {} kernels\n", isa_name(isa));
+        return 2;
+    }
+    const Kernels& kernels = backend::kernels_for(isa);
+    ThreadPool pool(o.threads);
+    const double total = o.quick ? 0.5 * (1u << 30) : 2.0 * (1u << 30);
+    const int iters = o.quick ? std::min(o.iters, 2) : o.iters;
+    // The machine: the best ISA's probes, whatever --isa selects for the kernels.
+    const Isa probe_isa = best_isa() == Isa::kAvx512 && backend::cpu::isa_supported(Isa::kAvx512) ? Isa::kAvx512 : Isa::kAvx2;
+    Machine m;
+    {
+        fmt::print(stderr, "measuring read bandwidth ({:.1f} GiB, {} threads)...\n", total / (1u << 30), pool.size());
+        AlignedBuffer buf = make_buffer(static_cast<size_t>(total), o.hugepages);
+        std::vector<double> s;
+        for (int r = 0; r < std::max(3, iters); ++r) s.push_back(backend::cpu::measure_read_gbps(probe_isa, buf.data(), buf.size(), pool));
+        std::sort(s.begin(), s.end());
+        m.read_gbps = s[s.size() / 2];
+        fmt::print(stderr, "measuring peak FLOP/s...\n");
+        std::vector<double> f, d;
+        for (int r = 0; r < 3; ++r) {
+            f.push_back(backend::cpu::measure_peak_gflops(isa == Isa::kAvx2 ? Isa::kAvx2 : probe_isa, false, pool));
+            d.push_back(backend::cpu::measure_peak_gflops(isa == Isa::kAvx2 ? Isa::kAvx2 : probe_isa, true, pool));
+        }
+        std::sort(f.begin(), f.end());
+        std::sort(d.begin(), d.end());
+        m.fp32_gflops = f[1];
+        m.bf16_gflops = d[1];
+    }
+    fmt::print("machine: {} threads, kernels {}; read {:.1f} GB/s, fp32 FMA {:.0f} GFLOP/s, {} {:.0f} GFLOP/s\n",
+               pool.size(), isa_name(kernels.isa), m.read_gbps, m.fp32_gflops,
+               isa == Isa::kAvx512 ? "bf16 dot" : "fp32 FMA (no bf16 dot)", m.bf16_gflops);
+
+    const int64_t max_n = *std::max_element(o.rows.begin(), o.rows.end());
+    const Inputs in(max_n, 8192, kernels, pool);
+    AlignedBuffer y = make_buffer(static_cast<size_t>(max_n) * 129280 * 4, false);
+    std::vector<Result> results;
+    struct Spec {
+        std::function<void(std::vector<Bench>&)> make;
+    };
+    const std::vector<Spec> specs = {
+        {[&](auto& v) { add_fp8(v, "wq_b", 32768, 1280, kernels, pool, in, y.as<bf16>(), o, total); }},
+        {[&](auto& v) { add_fp4(v, "expert w1", 2304, 5120, kernels, pool, in, y.as<bf16>(), o, total); }},
+        {[&](auto& v) { add_fp4(v, "expert w2", 5120, 2304, kernels, pool, in, y.as<bf16>(), o, total); }},
+        {[&](auto& v) { add_fp8(v, "wo_b", 5120, 8192, kernels, pool, in, y.as<bf16>(), o, total); }},
+        {[&](auto& v) { add_bf16(v, "head", 129280, 5120, true, kernels, pool, in, y.data(), o, total); }},
+        {[&](auto& v) { add_bf16(v, "wo_a", 8192, 4096, false, kernels, pool, in, y.data(), o, total); }},
+    };
+    int step = 0;
+    const int steps = static_cast<int>(specs.size() * o.rows.size());
+    for (const Spec& spec : specs) {
+        std::vector<Bench> benches;
+        spec.make(benches);
+        Bench& b = benches.front();
+        size_t next = 0;
+        for (int64_t n : o.rows) {
+            fmt::print(stderr, "[{}/{}] {} {} {}x{} n={} ({} copies, {:.2f} GiB)\n", ++step, steps, b.kernel, b.weight, b.rows,
+                       b.cols, n, b.copies, b.copies * b.bytes_per_call / (1u << 30));
+            Result r{b.kernel, b.weight, b.rows, b.cols, n, b.bytes_per_call, 2.0 * n * b.rows * b.cols};
+            r.seconds = time_calls(b, n, iters, &next);
+            r.peak = b.bf16_dot_peak ? m.bf16_gflops : m.fp32_gflops;
+            r.peak_name = b.bf16_dot_peak && isa == Isa::kAvx512 ? "bf16" : "fp32";
+            results.push_back(r);
+        }
+    }
+
+    fmt::print("{:<15} {:<10} {:>12} {:>3} {:>10} {:>7} {:>6} {:>8} {:>6} {:>6}\n", "kernel", "weight", "shape", "n",
+               "us/call", "GB/s", "%BW", "GFLOP/s", "%peak", "%roof");
+    for (const Result& r : results) {
+        // roofline: the smaller of bandwidth x (flops per weight byte) and the compute peak
+        const double roof = std::min(m.read_gbps * r.flops / r.bytes, r.peak);
+        fmt::print("{:<15} {:<10} {:>12} {:>3} {:>10.1f} {:>7.1f} {:>5.0f}% {:>8.1f} {:>5.0f}% {:>5.0f}%\n", r.kernel,
+                   r.weight, fmt::format("{}x{}", r.rows, r.cols), r.n, r.seconds * 1e6, r.gbps(),
+                   100.0 * r.gbps() / m.read_gbps, r.gflops(), 100.0 * r.gflops() / r.peak, 100.0 * r.gflops() / roof);
+    }
+    fmt::print("%BW: weight bytes per second / measured read bandwidth; %peak: FLOP/s / measured peak ({}); %roof: "
+               "FLOP/s / min(bandwidth x FLOP per weight byte, peak)\n",
+               isa == Isa::kAvx512 ? "bf16 dot for fp8/fp4/bf16, fp32 FMA for fp32 math" : "fp32 FMA");
+
+    if (!o.json.empty()) {
+        std::string j = fmt::format(
+            "{{\n  \"isa\": \"{}\", \"threads\": {}, \"read_gbps\": {:.3f}, \"fp32_gflops\": {:.3f}, \"bf16_gflops\": {:.3f},\n"
+            "  \"results\": [\n",
+            isa_name(kernels.isa), pool.size(), m.read_gbps, m.fp32_gflops, m.bf16_gflops);
+        for (size_t i = 0; i < results.size(); ++i) {
+            const Result& r = results[i];
+            j += fmt::format(
+                "    {{\"kernel\": \"{}\", \"weight\": \"{}\", \"rows\": {}, \"cols\": {}, \"n\": {}, \"us_per_call\": {:.3f}, "
+                "\"gbps\": {:.3f}, \"gflops\": {:.3f}, \"frac_bw\": {:.4f}, \"frac_peak\": {:.4f}, \"peak\": \"{}\"}}{}\n",
+                r.kernel, json_escape(r.weight), r.rows, r.cols, r.n, r.seconds * 1e6, r.gbps(), r.gflops(),
+                r.gbps() / m.read_gbps, r.gflops() / r.peak, r.peak_name, i + 1 < results.size() ? "," : "");
+        }
+        j += "  ]\n}\n";
+        if (o.json == "-") {
+            fmt::print("{}", j);
+        } else {
+            std::FILE* f = std::fopen(o.json.c_str(), "w");
+            if (!f) {
+                fmt::print(stderr, "bench-ops: cannot write {}\n", o.json);
+                return 1;
+            }
+            std::fputs(j.c_str(), f);
+            std::fclose(f);
+        }
+    }
+    return 0;
+}
+
+}  // namespace
+
+Command make_bench_ops_command() {
+    return {[](CLI::App& app, int* exit_code) {
+        auto opts = std::make_shared<Options>();
+        auto* sub = app.add_subcommand("bench-ops", "Measure kernel throughput against the machine's measured bandwidth and peak");
+        sub->add_option("--threads", opts->threads, "Threads (default: all hardware threads)");
+        sub->add_option("--isa", opts->isa, "Kernel set: scalar, avx2 or avx512 (default: best for this CPU)");
+        sub->add_option("--iters", opts->iters, "Timed samples per case; the median is reported")->check(CLI::PositiveNumber);
+        sub->add_option("--rows", opts->rows, "Activation rows n to measure (default 1 4 16 64)")->delimiter(',');
+        sub->add_flag("--quick", opts->quick, "0.5 GiB of weight copies and at most 2 samples (smoke test)");
+        sub->add_flag("!--no-hugepages", opts->hugepages, "Do not ask for transparent huge pages on weight buffers");
+        sub->add_option("--json", opts->json, "Also write the results as JSON to this file ('-' for stdout)");
+        sub->callback([opts, exit_code] { *exit_code = run_bench(*opts); });
+    }};
+}
+
+}  // namespace deepinfer::cli
