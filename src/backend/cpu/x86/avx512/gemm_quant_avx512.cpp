@@ -53,10 +53,13 @@ void stream_rows(const QuantGemmTask& t, const Chunks& chunks, const Scales& sca
     const float* sa = t.act_scales + i0 * kb_count;
     const uint8_t* codes = t.codes + g * kb_count * Chunks::kBlockBytes;
     __m512 acc[R];
+    #pragma GCC unroll 16
     for (int r = 0; r < R; ++r) acc[r] = _mm512_setzero_ps();
     for (int64_t kb = 0; kb < kb_count; ++kb) {
         __m512 p[R][C];
+        #pragma GCC unroll 16
         for (int r = 0; r < R; ++r)
+            #pragma GCC unroll 16
             for (int c = 0; c < C; ++c) p[r][c] = _mm512_setzero_ps();
         const uint8_t* block = codes + kb * Chunks::kBlockBytes;
         _mm_prefetch(reinterpret_cast<const char*>(block + 2048), _MM_HINT_T0);
@@ -76,11 +79,13 @@ void stream_rows(const QuantGemmTask& t, const Chunks& chunks, const Scales& sca
 #pragma GCC unroll 8
         for (int r = 0; r < R; ++r) {
             __m512 partial = p[r][0];
+            #pragma GCC unroll 16
             for (int c = 1; c < C; ++c) partial = _mm512_add_ps(partial, p[r][c]);
             acc[r] = _mm512_fmadd_ps(partial, _mm512_mul_ps(sw, _mm512_set1_ps(sa[r * kb_count + kb])), acc[r]);
         }
     }
     const __mmask16 mask = lane_mask(t.rows - g * 16);
+    #pragma GCC unroll 16
     for (int r = 0; r < R; ++r) store_row(t.out + (i0 + r) * t.ldo + g * 16, mask, acc[r]);
 }
 
@@ -91,9 +96,11 @@ template <int R>
 void panel_tile(const __m512i* panel, const __m512* sw, int64_t kb_count, const uint32_t* a, int64_t a_stride,
                 const float* sa, int64_t sa_stride, bf16* out, int64_t ldo, __mmask16 mask) {
     __m512 acc[R];
+    #pragma GCC unroll 16
     for (int r = 0; r < R; ++r) acc[r] = _mm512_setzero_ps();
     for (int64_t kb = 0; kb < kb_count; ++kb) {
         __m512 p[R];
+        #pragma GCC unroll 16
         for (int r = 0; r < R; ++r) p[r] = _mm512_setzero_ps();
         const __m512i* w = panel + kb * 16;
         const uint32_t* ak = a + kb * 16;
@@ -108,6 +115,7 @@ void panel_tile(const __m512i* panel, const __m512* sw, int64_t kb_count, const 
         for (int r = 0; r < R; ++r)
             acc[r] = _mm512_fmadd_ps(p[r], _mm512_mul_ps(s, _mm512_set1_ps(sa[r * sa_stride + kb])), acc[r]);
     }
+    #pragma GCC unroll 16
     for (int r = 0; r < R; ++r) store_row(out + r * ldo, mask, acc[r]);
 }
 
@@ -119,6 +127,7 @@ void panel_group(const QuantGemmTask& t, const Chunks& chunks, const Scales& sca
     auto* sw = reinterpret_cast<__m512*>(panel + kb_count * 16);
     const uint8_t* codes = t.codes + g * kb_count * Chunks::kBlockBytes;
     for (int64_t kb = 0; kb < kb_count; ++kb) {
+        #pragma GCC unroll 16
         for (int ch = 0; ch < Chunks::kChunks; ++ch)
             chunks.decode(codes + kb * Chunks::kBlockBytes + 64 * ch, panel + kb * 16 + Chunks::kVectors * ch);
         sw[kb] = scale_of(g, kb);

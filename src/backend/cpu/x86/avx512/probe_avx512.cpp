@@ -32,6 +32,7 @@ float fma_loop(int64_t iters) {
         __asm__ volatile("" : "+v"(x));
     }
     __m512 s = acc[0];
+    #pragma GCC unroll 16
     for (int j = 1; j < 12; ++j) s = _mm512_add_ps(s, acc[j]);
     return _mm512_reduce_add_ps(s);
 }
@@ -47,6 +48,7 @@ float dot_loop(int64_t iters) {
         __asm__ volatile("" : "+v"(x));
     }
     __m512 s = acc[0];
+    #pragma GCC unroll 16
     for (int j = 1; j < 12; ++j) s = _mm512_add_ps(s, acc[j]);
     return _mm512_reduce_add_ps(s);
 }

@@ -50,6 +50,7 @@ inline void quant_group(const uint16_t* x, uint8_t* codes, uint8_t* scale) {
     const uint32_t b = ((p >> 23) & 0xffu) + ((p & 0x7fffffu) != 0 ? 1u : 0u);
     *scale = static_cast<uint8_t>(b);
     if (b == 255) {  // amax infinite: the scale is NaN and every code the NaN code
+        #pragma GCC unroll 16
         for (int j = 0; j < 32; ++j) codes[j] = 0x7f;
         return;
     }
