@@ -311,6 +311,58 @@ int run_bench(const Options& o) {
         }
     }
 
+    // Kernels without a weight stream: cache-resident inputs, time per call and FLOP/s only.
+    struct Other {
+        std::string kernel, shape;
+        double seconds, flops;
+    };
+    std::vector<Other> others;
+    {
+        auto median_seconds = [&](const std::function<void()>& f) {
+            f();
+            std::vector<double> v;
+            for (int it = 0; it < std::max(3, iters); ++it) {
+                int calls = 0;
+                const auto t0 = Clock::now();
+                do f(), ++calls;
+                while (elapsed(t0) < 0.05);
+                v.push_back(elapsed(t0) / calls);
+            }
+            std::sort(v.begin(), v.end());
+            return v[v.size() / 2];
+        };
+        fmt::print(stderr, "act_quant, sparse_attn, index_scores...\n");
+        std::vector<uint8_t> codes(max_n * 5120), scales(max_n * 160);
+        others.push_back({"act_quant", fmt::format("{}x5120", max_n),
+                          median_seconds([&] { kernels.act_quant(in.xb.data(), max_n, 5120, codes.data(), scales.data(), pool); }),
+                          0.0});
+        // decode step: 64 heads x 512, 128 window + 512 compressed indices over 4096 kv rows
+        const int heads = 64, dim = 512, topk = 640, n_kv = 4096;
+        std::vector<bf16> kv(static_cast<size_t>(n_kv) * dim), q(static_cast<size_t>(heads) * dim), att(q.size());
+        for (size_t e = 0; e < kv.size(); ++e) kv[e] = in.xb[e % in.xb.size()];
+        for (size_t e = 0; e < q.size(); ++e) q[e] = in.xb[(e * 7) % in.xb.size()];
+        std::vector<int32_t> idx(topk);
+        for (int t = 0; t < topk; ++t) idx[t] = (t * 37) % n_kv;
+        std::vector<float> sink(heads, 0.5f);
+        others.push_back({"sparse_attn", "1x64x512, topk 640", median_seconds([&] {
+                              kernels.sparse_attn(q.data(), 1, heads, dim, kv.data(), idx.data(), topk, sink.data(),
+                                                  0.044194f, att.data(), pool);
+                          }),
+                          4.0 * heads * topk * dim});
+        // indexer decode step: 32 heads x 128 over 16384 compressed keys
+        const int ih = 32, id = 128;
+        const int64_t keys_n = 16384;
+        std::vector<bf16> keys(static_cast<size_t>(keys_n) * id), iq(ih * id), iw(ih, float_to_bf16(1.0f / 64));
+        for (size_t e = 0; e < keys.size(); ++e) keys[e] = in.xb[e % in.xb.size()];
+        for (size_t e = 0; e < iq.size(); ++e) iq[e] = in.xb[(e * 3) % in.xb.size()];
+        std::vector<float> scores(keys_n);
+        others.push_back({"index_scores", "1x32x128, 16384 keys", median_seconds([&] {
+                              kernels.index_scores(iq.data(), 1, ih, id, keys.data(), keys_n, iw.data(), scores.data(),
+                                                   keys_n, pool);
+                          }),
+                          2.0 * ih * id * keys_n});
+    }
+
     fmt::print("{:<15} {:<10} {:>12} {:>3} {:>10} {:>7} {:>6} {:>8} {:>6} {:>6}\n", "kernel", "weight", "shape", "n",
                "us/call", "GB/s", "%BW", "GFLOP/s", "%peak", "%roof");
     for (const Result& r : results) {
@@ -323,6 +375,11 @@ int run_bench(const Options& o) {
     fmt::print("%BW: weight bytes per second / measured read bandwidth; %peak: FLOP/s / measured peak ({}); %roof: "
                "FLOP/s / min(bandwidth x FLOP per weight byte, peak)\n",
                isa == Isa::kAvx512 ? "bf16 dot for fp8/fp4/bf16, fp32 FMA for fp32 math" : "fp32 FMA");
+    for (const Other& x : others)
+        fmt::print("{:<15} {:<24} {:>10.1f} us{}\n", x.kernel, x.shape, x.seconds * 1e6,
+                   x.flops > 0 ? fmt::format("  {:.1f} GFLOP/s ({:.0f}% of the bf16-dot peak)", x.flops / x.seconds / 1e9,
+                                             100.0 * x.flops / x.seconds / 1e9 / m.bf16_gflops)
+                               : std::string());
 
     if (!o.json.empty()) {
         std::string j = fmt::format(
@@ -337,6 +394,11 @@ int run_bench(const Options& o) {
                 r.kernel, json_escape(r.weight), r.rows, r.cols, r.n, r.seconds * 1e6, r.gbps(), r.gflops(),
                 r.gbps() / m.read_gbps, r.gflops() / r.peak, r.peak_name, i + 1 < results.size() ? "," : "");
         }
+        j += "  ],\n  \"other\": [\n";
+        for (size_t i = 0; i < others.size(); ++i)
+            j += fmt::format("    {{\"kernel\": \"{}\", \"shape\": \"{}\", \"us_per_call\": {:.3f}, \"gflops\": {:.3f}}}{}\n",
+                             others[i].kernel, others[i].shape, others[i].seconds * 1e6,
+                             others[i].flops / others[i].seconds / 1e9, i + 1 < others.size() ? "," : "");
         j += "  ]\n}\n";
         if (o.json == "-") {
             fmt::print("{}", j);

@@ -1,5 +1,5 @@
 // Scalar packers of the layouts documented in packing.h. They run once per weight at load time (and per
-// call for unprepared weights), so they favour obvious index arithmetic over speed.
+// call for unprepared weights), moving whole column pairs (fp8) or nibble quadruples (fp4) at a time.
 #include "backend/cpu/packing.h"
 
 #include <cstring>
@@ -8,22 +8,44 @@
 
 namespace deepinfer::backend::cpu {
 
+namespace {
+
+uint16_t load16(const uint8_t* p) {
+    uint16_t v;
+    std::memcpy(&v, p, 2);
+    return v;
+}
+uint32_t load32(const uint8_t* p) {
+    uint32_t v;
+    std::memcpy(&v, p, 4);
+    return v;
+}
+// Four nibbles held in the low halves of four bytes -> one 16-bit word (byte 0's nibble lowest).
+uint16_t compress_nibbles(uint32_t x) {
+    x = (x | (x >> 4)) & 0x00ff00ffu;
+    return static_cast<uint16_t>((x | (x >> 8)) & 0xffffu);
+}
+
+}  // namespace
+
 void pack_fp8_groups(const Fp8Matrix& w, int64_t g0, int64_t g1, uint8_t* codes_dst, uint8_t* scales_dst) {
     DI_CHECK_MSG(w.cols % 32 == 0, "fp8 weight cols {} not a multiple of 32", w.cols);
     const int64_t kb_count = w.cols / 32, scale_cols = (w.cols + 31) / 32;
     for (int64_t g = g0; g < g1; ++g) {
         uint8_t* dst = codes_dst + (g - g0) * kGroupRows * w.cols;
+        std::memset(dst, 0, kGroupRows * w.cols);
         for (int r = 0; r < kGroupRows; ++r) {
             const int64_t row = g * kGroupRows + r;
+            if (row >= w.rows) continue;
+            const uint8_t* src = w.codes + row * w.cols;
             const int lane = r / 4, d = r % 4;
+            // column pair (4c + 2h, 4c + 2h + 1) of this row -> 16-bit word 8 lane + 4 h + d of chunk c
             for (int64_t kb = 0; kb < kb_count; ++kb)
                 for (int c = 0; c < 8; ++c)
-                    for (int h = 0; h < 2; ++h)
-                        for (int e = 0; e < 2; ++e) {
-                            const int64_t col = kb * 32 + c * 4 + h * 2 + e;
-                            dst[kb * kFp8BlockBytes + c * 64 + 16 * lane + 8 * h + 2 * d + e] =
-                                row < w.rows ? w.codes[row * w.cols + col] : 0;
-                        }
+                    for (int h = 0; h < 2; ++h) {
+                        const uint16_t pair = load16(src + kb * 32 + c * 4 + h * 2);
+                        std::memcpy(dst + kb * kFp8BlockBytes + c * 64 + 2 * (8 * lane + 4 * h + d), &pair, 2);
+                    }
         }
         for (int64_t kb = 0; kb < kb_count; ++kb)
             scales_dst[(g - g0) * kb_count + kb] = w.scales[(g * kGroupRows / 32) * scale_cols + kb];
@@ -40,15 +62,15 @@ void pack_fp4_groups(const Fp4Matrix& w, int64_t g0, int64_t g1, uint8_t* codes_
             const int64_t row = g * kGroupRows + r;
             if (row >= w.rows) continue;
             const uint8_t* src = w.packed + row * row_bytes;
+            // the 4 bytes of columns 8c..8c+7: even columns (low nibbles) -> word 2r, odd -> word 2r + 1
             for (int64_t kb = 0; kb < kb_count; ++kb)
-                for (int c = 0; c < 4; ++c)
-                    for (int q = 0; q < 4; ++q)
-                        for (int e = 0; e < 2; ++e) {
-                            const int64_t col = kb * 32 + c * 8 + q * 2 + e;
-                            const uint8_t code = (src[col / 2] >> ((col & 1) * 4)) & 0xf;
-                            const int64_t byte = kb * kFp4BlockBytes + c * 64 + 2 * (2 * r + e) + (q >> 1);
-                            dst[byte] |= static_cast<uint8_t>(code << ((q & 1) * 4));
-                        }
+                for (int c = 0; c < 4; ++c) {
+                    const uint32_t u = load32(src + kb * 16 + c * 4);
+                    const uint16_t even = compress_nibbles(u & 0x0f0f0f0fu), odd = compress_nibbles((u >> 4) & 0x0f0f0f0fu);
+                    uint8_t* chunk = dst + kb * kFp4BlockBytes + c * 64;
+                    std::memcpy(chunk + 4 * r, &even, 2);
+                    std::memcpy(chunk + 4 * r + 2, &odd, 2);
+                }
         }
         uint8_t* sdst = scales_dst + (g - g0) * kGroupRows * kb_count;
         for (int64_t kb = 0; kb < kb_count; ++kb)
