@@ -59,6 +59,20 @@ TEST(OpHarness, DetectsErrorsOutsideTheUlpBudget) {
     EXPECT_NE(check_ulps(compare_bf16(clean.data(), rows, one.data(), rows, n, rows), UlpBudget{0, 0.0}), "");
 }
 
+// The tables under test: scalar is the reference itself; every SIMD entry is set; AVX2 is always there on
+// the x86-64-v3 baseline, and AVX-512 whenever cpuid reports f/bw/vl/dq + bf16 + vbmi.
+TEST(OpHarness, TablesAreComplete) {
+    EXPECT_EQ(&backend::kernels_for(Isa::kScalar), &backend::ref::kernels());
+    const CpuFeatures& f = cpu_features();
+    const bool avx512 = f.avx512f && f.avx512bw && f.avx512vl && f.avx512dq && f.avx512_bf16 && f.avx512_vbmi;
+    EXPECT_EQ(simd_tables().size(), avx512 ? 2u : 1u);
+    for (const backend::Kernels* k : simd_tables()) {
+        SCOPED_TRACE(std::string(isa_name(k->isa)));
+        EXPECT_TRUE(k->prepare_fp8 && k->prepare_fp4 && k->act_quant && k->gemm_fp8 && k->gemm_fp4 && k->gemm_bf16 &&
+                    k->gemm_f32_bf16w && k->gemm_f32 && k->sparse_attn && k->index_scores);
+    }
+}
+
 TEST(OpHarness, UlpDistanceAcrossZeroAndNan) {
     EXPECT_EQ(bf16_ulps(float_to_bf16(0.0f), float_to_bf16(-0.0f)), 0);
     EXPECT_EQ(bf16_ulps(bf16{0x0001}, bf16{0x8001}), 2);

@@ -94,10 +94,6 @@ inline __mmask16 lane_mask(int64_t valid) {
     return valid >= 16 ? static_cast<__mmask16>(0xffff) : static_cast<__mmask16>((1u << valid) - 1u);
 }
 
-}  // namespace deepinfer::backend::cpu::avx512
-
-namespace deepinfer::backend::cpu::avx512 {
-
 // expf to about 1 ulp (Cephes polynomial on [-ln2/2, ln2/2], scaling by vscalefps, which also produces
 // the subnormal / zero / infinite results). NaN stays NaN, -inf gives 0.
 inline __m512 exp_ps(__m512 x) {
