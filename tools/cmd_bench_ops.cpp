@@ -44,7 +44,7 @@ struct Machine {
 struct Result {
     std::string kernel, weight;
     int64_t rows = 0, cols = 0, n = 0;
-    double bytes = 0, flops = 0, seconds = 0, peak = 0;
+    double bytes = 0, flops = 0, seconds = 0, peak = 0, read_gbps = 0;  // limits measured next to this case
     const char* peak_name = "";
     double gbps() const { return bytes / seconds / 1e9; }
     double gflops() const { return flops / seconds / 1e9; }
@@ -255,29 +255,20 @@ int run_bench(const Options& o) {
     const int iters = o.quick ? std::min(o.iters, 2) : o.iters;
     // The machine: the best ISA's probes, whatever --isa selects for the kernels.
     const Isa probe_isa = best_isa() == Isa::kAvx512 && backend::cpu::isa_supported(Isa::kAvx512) ? Isa::kAvx512 : Isa::kAvx2;
-    Machine m;
-    {
-        fmt::print(stderr, "measuring read bandwidth ({:.1f} GiB, {} threads)...\n", total / (1u << 30), pool.size());
-        AlignedBuffer buf = make_buffer(static_cast<size_t>(total), o.hugepages);
-        std::vector<double> s;
-        for (int r = 0; r < std::max(3, iters); ++r) s.push_back(backend::cpu::measure_read_gbps(probe_isa, buf.data(), buf.size(), pool));
-        std::sort(s.begin(), s.end());
-        m.read_gbps = s[s.size() / 2];
-        fmt::print(stderr, "measuring peak FLOP/s...\n");
-        std::vector<double> f, d;
-        for (int r = 0; r < 3; ++r) {
-            f.push_back(backend::cpu::measure_peak_gflops(isa == Isa::kAvx2 ? Isa::kAvx2 : probe_isa, false, pool));
-            d.push_back(backend::cpu::measure_peak_gflops(isa == Isa::kAvx2 ? Isa::kAvx2 : probe_isa, true, pool));
-        }
-        std::sort(f.begin(), f.end());
-        std::sort(d.begin(), d.end());
-        m.fp32_gflops = f[1];
-        m.bf16_gflops = d[1];
-    }
-    fmt::print("machine: {} threads, kernels {}; read {:.1f} GB/s, fp32 FMA {:.0f} GFLOP/s, {} {:.0f} GFLOP/s\n",
-               pool.size(), isa_name(kernels.isa), m.read_gbps, m.fp32_gflops,
-               isa == Isa::kAvx512 ? "bf16 dot" : "fp32 FMA (no bf16 dot)", m.bf16_gflops);
-
+    // The limits, measured once up front and again next to every case (the machine is shared: fractions
+    // use the measurements taken around each case).
+    AlignedBuffer stream = make_buffer(static_cast<size_t>(total), o.hugepages);
+    const Isa peak_isa = isa == Isa::kAvx2 ? Isa::kAvx2 : probe_isa;
+    auto median3 = [](const std::function<double()>& f) {
+        double v[3] = {f(), f(), f()};
+        std::sort(v, v + 3);
+        return v[1];
+    };
+    auto read_gbps = [&] { return median3([&] { return backend::cpu::measure_read_gbps(probe_isa, stream.data(), stream.size(), pool); }); };
+    auto peak_gflops = [&](bool dot) { return median3([&] { return backend::cpu::measure_peak_gflops(peak_isa, dot, pool); }); };
+    fmt::print(stderr, "measuring read bandwidth ({:.1f} GiB, {} threads) and peak FLOP/s...\n", total / (1u << 30), pool.size());
+    Machine m{read_gbps(), peak_gflops(false), peak_gflops(true)};
+    std::vector<double> all_bw{m.read_gbps}, all_fp32{m.fp32_gflops}, all_bf16{m.bf16_gflops};
     const int64_t max_n = *std::max_element(o.rows.begin(), o.rows.end());
     const Inputs in(max_n, 8192, kernels, pool);
     AlignedBuffer y = make_buffer(static_cast<size_t>(max_n) * 129280 * 4, false);
@@ -304,12 +295,28 @@ int run_bench(const Options& o) {
             fmt::print(stderr, "[{}/{}] {} {} {}x{} n={} ({} copies, {:.2f} GiB)\n", ++step, steps, b.kernel, b.weight, b.rows,
                        b.cols, n, b.copies, b.copies * b.bytes_per_call / (1u << 30));
             Result r{b.kernel, b.weight, b.rows, b.cols, n, b.bytes_per_call, 2.0 * n * b.rows * b.cols};
+            const double bw_before = read_gbps(), peak_before = peak_gflops(b.bf16_dot_peak);
             r.seconds = time_calls(b, n, iters, &next);
-            r.peak = b.bf16_dot_peak ? m.bf16_gflops : m.fp32_gflops;
+            r.read_gbps = 0.5 * (bw_before + read_gbps());
+            r.peak = 0.5 * (peak_before + peak_gflops(b.bf16_dot_peak));
+            all_bw.push_back(r.read_gbps);
+            (b.bf16_dot_peak ? all_bf16 : all_fp32).push_back(r.peak);
             r.peak_name = b.bf16_dot_peak && isa == Isa::kAvx512 ? "bf16" : "fp32";
             results.push_back(r);
         }
     }
+
+    auto median = [](std::vector<double> v) {
+        std::sort(v.begin(), v.end());
+        return v[v.size() / 2];
+    };
+    m = Machine{median(all_bw), median(all_fp32), median(all_bf16)};
+    fmt::print("machine: {} threads, kernels {}; read {:.1f} GB/s, fp32 FMA {:.0f} GFLOP/s, {} {:.0f} GFLOP/s "
+               "(medians of the measurements around the cases; ranges {:.1f}-{:.1f} GB/s, {:.0f}-{:.0f} GFLOP/s)\n",
+               pool.size(), isa_name(kernels.isa), m.read_gbps, m.fp32_gflops,
+               isa == Isa::kAvx512 ? "bf16 dot" : "fp32 FMA (no bf16 dot)", m.bf16_gflops,
+               *std::min_element(all_bw.begin(), all_bw.end()), *std::max_element(all_bw.begin(), all_bw.end()),
+               *std::min_element(all_bf16.begin(), all_bf16.end()), *std::max_element(all_bf16.begin(), all_bf16.end()));
 
     // Kernels without a weight stream: cache-resident inputs, time per call and FLOP/s only.
     struct Other {
@@ -367,13 +374,13 @@ int run_bench(const Options& o) {
                "us/call", "GB/s", "%BW", "GFLOP/s", "%peak", "%roof");
     for (const Result& r : results) {
         // roofline: the smaller of bandwidth x (flops per weight byte) and the compute peak
-        const double roof = std::min(m.read_gbps * r.flops / r.bytes, r.peak);
+        const double roof = std::min(r.read_gbps * r.flops / r.bytes, r.peak);
         fmt::print("{:<15} {:<10} {:>12} {:>3} {:>10.1f} {:>7.1f} {:>5.0f}% {:>8.1f} {:>5.0f}% {:>5.0f}%\n", r.kernel,
                    r.weight, fmt::format("{}x{}", r.rows, r.cols), r.n, r.seconds * 1e6, r.gbps(),
-                   100.0 * r.gbps() / m.read_gbps, r.gflops(), 100.0 * r.gflops() / r.peak, 100.0 * r.gflops() / roof);
+                   100.0 * r.gbps() / r.read_gbps, r.gflops(), 100.0 * r.gflops() / r.peak, 100.0 * r.gflops() / roof);
     }
-    fmt::print("%BW: weight bytes per second / measured read bandwidth; %peak: FLOP/s / measured peak ({}); %roof: "
-               "FLOP/s / min(bandwidth x FLOP per weight byte, peak)\n",
+    fmt::print("%BW: weight bytes per second / read bandwidth measured around the case; %peak: FLOP/s / peak measured "
+               "around the case ({}); %roof: FLOP/s / min(bandwidth x FLOP per weight byte, peak)\n",
                isa == Isa::kAvx512 ? "bf16 dot for fp8/fp4/bf16, fp32 FMA for fp32 math" : "fp32 FMA");
     for (const Other& x : others)
         fmt::print("{:<15} {:<24} {:>10.1f} us{}\n", x.kernel, x.shape, x.seconds * 1e6,
@@ -390,9 +397,10 @@ int run_bench(const Options& o) {
             const Result& r = results[i];
             j += fmt::format(
                 "    {{\"kernel\": \"{}\", \"weight\": \"{}\", \"rows\": {}, \"cols\": {}, \"n\": {}, \"us_per_call\": {:.3f}, "
-                "\"gbps\": {:.3f}, \"gflops\": {:.3f}, \"frac_bw\": {:.4f}, \"frac_peak\": {:.4f}, \"peak\": \"{}\"}}{}\n",
-                r.kernel, json_escape(r.weight), r.rows, r.cols, r.n, r.seconds * 1e6, r.gbps(), r.gflops(),
-                r.gbps() / m.read_gbps, r.gflops() / r.peak, r.peak_name, i + 1 < results.size() ? "," : "");
+                "\"gbps\": {:.3f}, \"gflops\": {:.3f}, \"read_gbps\": {:.3f}, \"peak_gflops\": {:.3f}, \"frac_bw\": {:.4f}, "
+                "\"frac_peak\": {:.4f}, \"peak\": \"{}\"}}{}\n",
+                r.kernel, json_escape(r.weight), r.rows, r.cols, r.n, r.seconds * 1e6, r.gbps(), r.gflops(), r.read_gbps,
+                r.peak, r.gbps() / r.read_gbps, r.gflops() / r.peak, r.peak_name, i + 1 < results.size() ? "," : "");
         }
         j += "  ],\n  \"other\": [\n";
         for (size_t i = 0; i < others.size(); ++i)

@@ -116,7 +116,6 @@ void stream_rows(const QuantGemmTask& t, const Chunk& chunk, const Scales& scale
         #pragma GCC unroll 16
         for (int r = 0; r < R; ++r) p[r][0] = p[r][1] = _mm256_setzero_ps();
         const uint8_t* block = codes + kb * Chunk::kBlockBytes;
-        _mm_prefetch(reinterpret_cast<const char*>(block + 1024), _MM_HINT_T0);
 #pragma GCC unroll 1
         for (int c = 0; c < Chunk::kChunks; ++c)
             chunk.decode(block + 64 * c, [&](int j, __m256 col0, __m256 col1) {

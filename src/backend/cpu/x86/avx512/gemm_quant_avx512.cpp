@@ -62,8 +62,6 @@ void stream_rows(const QuantGemmTask& t, const Chunks& chunks, const Scales& sca
             #pragma GCC unroll 16
             for (int c = 0; c < C; ++c) p[r][c] = _mm512_setzero_ps();
         const uint8_t* block = codes + kb * Chunks::kBlockBytes;
-        _mm_prefetch(reinterpret_cast<const char*>(block + 2048), _MM_HINT_T0);
-        _mm_prefetch(reinterpret_cast<const char*>(block + 2048 + 64), _MM_HINT_T0);
 #pragma GCC unroll 8
         for (int ch = 0; ch < Chunks::kChunks; ++ch) {
             __m512i v[Chunks::kVectors];
