@@ -84,15 +84,17 @@ void fill_scales(uint8_t* p, size_t n, uint64_t seed) {
 struct Bench {
     std::string kernel, weight;
     int64_t rows, cols;
-    double bytes_per_call;      // weight bytes each call reads (the kernel's layout)
-    bool bf16_dot_peak;         // compared against the bf16-dot peak (else fp32 FMA)
+    double bytes_per_call;  // weight bytes each call reads (the kernel's layout)
+    bool bf16_dot_peak;     // compared against the bf16-dot peak (else fp32 FMA)
     size_t copies = 0;
     std::function<void(size_t copy, int64_t n)> run = {};
     std::vector<AlignedBuffer> storage = {};
     std::vector<std::unique_ptr<backend::PackedWeight>> packed = {};
 };
 
-size_t copies_for(double bytes, double total) { return std::max<size_t>(2, static_cast<size_t>(std::ceil(total / bytes))); }
+size_t copies_for(double bytes, double total) {
+    return std::max<size_t>(2, static_cast<size_t>(std::ceil(total / bytes)));
+}
 
 struct Inputs {
     int64_t max_n, max_k;
@@ -119,14 +121,16 @@ struct Inputs {
 void add_fp8(std::vector<Bench>& out, const std::string& name, int64_t rows, int64_t cols, const Kernels& k,
              ThreadPool& pool, const Inputs& in, bf16* y, const Options& o, double total) {
     Bench b{"gemm_fp8", name, rows, cols, 0, true};
-    AlignedBuffer codes = make_buffer(rows * cols, false), scales = make_buffer(((rows + 31) / 32) * (cols / 32), false);
+    AlignedBuffer codes = make_buffer(rows * cols, false),
+                  scales = make_buffer(((rows + 31) / 32) * (cols / 32), false);
     fill_codes(codes.data(), codes.size(), 1, 0xff);
     fill_scales(scales.data(), scales.size(), 1);
     const backend::Fp8Matrix canon{codes.data(), scales.data(), rows, cols};
     backend::PackedWeight first;
     k.prepare_fp8(canon, &first, pool);
     const bool packed = first.layout != backend::PackedLayout::kNone;
-    b.bytes_per_call = packed ? static_cast<double>(first.data.size()) : static_cast<double>(codes.size() + scales.size());
+    b.bytes_per_call =
+        packed ? static_cast<double>(first.data.size()) : static_cast<double>(codes.size() + scales.size());
     b.copies = copies_for(b.bytes_per_call, total);
     std::vector<backend::Fp8Matrix> mats;
     for (size_t c = 0; c < b.copies; ++c) {
@@ -145,7 +149,9 @@ void add_fp8(std::vector<Bench>& out, const std::string& name, int64_t rows, int
             mats.push_back({b.storage[2 * c].data(), b.storage[2 * c + 1].data(), rows, cols});
         }
     }
-    b.run = [&k, &pool, &in, y, mats, cols](size_t c, int64_t n) { k.gemm_fp8(in.acts(n, cols), mats[c], y, mats[c].rows, pool); };
+    b.run = [&k, &pool, &in, y, mats, cols](size_t c, int64_t n) {
+        k.gemm_fp8(in.acts(n, cols), mats[c], y, mats[c].rows, pool);
+    };
     out.push_back(std::move(b));
 }
 
@@ -178,7 +184,9 @@ void add_fp4(std::vector<Bench>& out, const std::string& name, int64_t rows, int
             mats.push_back({b.storage[2 * c].data(), b.storage[2 * c + 1].data(), rows, cols});
         }
     }
-    b.run = [&k, &pool, &in, y, mats, cols](size_t c, int64_t n) { k.gemm_fp4(in.acts(n, cols), mats[c], y, mats[c].rows, pool); };
+    b.run = [&k, &pool, &in, y, mats, cols](size_t c, int64_t n) {
+        k.gemm_fp4(in.acts(n, cols), mats[c], y, mats[c].rows, pool);
+    };
     out.push_back(std::move(b));
 }
 
@@ -254,7 +262,8 @@ int run_bench(const Options& o) {
     const double total = o.quick ? 0.5 * (1u << 30) : 2.0 * (1u << 30);
     const int iters = o.quick ? std::min(o.iters, 2) : o.iters;
     // The machine: the best ISA's probes, whatever --isa selects for the kernels.
-    const Isa probe_isa = best_isa() == Isa::kAvx512 && backend::cpu::isa_supported(Isa::kAvx512) ? Isa::kAvx512 : Isa::kAvx2;
+    const Isa probe_isa =
+        best_isa() == Isa::kAvx512 && backend::cpu::isa_supported(Isa::kAvx512) ? Isa::kAvx512 : Isa::kAvx2;
     // The limits, measured once up front and again next to every case (the machine is shared: fractions
     // use the measurements taken around each case).
     AlignedBuffer stream = make_buffer(static_cast<size_t>(total), o.hugepages);
@@ -264,9 +273,14 @@ int run_bench(const Options& o) {
         std::sort(v, v + 3);
         return v[1];
     };
-    auto read_gbps = [&] { return median3([&] { return backend::cpu::measure_read_gbps(probe_isa, stream.data(), stream.size(), pool); }); };
-    auto peak_gflops = [&](bool dot) { return median3([&] { return backend::cpu::measure_peak_gflops(peak_isa, dot, pool); }); };
-    fmt::print(stderr, "measuring read bandwidth ({:.1f} GiB, {} threads) and peak FLOP/s...\n", total / (1u << 30), pool.size());
+    auto read_gbps = [&] {
+        return median3([&] { return backend::cpu::measure_read_gbps(probe_isa, stream.data(), stream.size(), pool); });
+    };
+    auto peak_gflops = [&](bool dot) {
+        return median3([&] { return backend::cpu::measure_peak_gflops(peak_isa, dot, pool); });
+    };
+    fmt::print(stderr, "measuring read bandwidth ({:.1f} GiB, {} threads) and peak FLOP/s...\n", total / (1u << 30),
+               pool.size());
     Machine m{read_gbps(), peak_gflops(false), peak_gflops(true)};
     std::vector<double> all_bw{m.read_gbps}, all_fp32{m.fp32_gflops}, all_bf16{m.bf16_gflops};
     const int64_t max_n = *std::max_element(o.rows.begin(), o.rows.end());
@@ -292,8 +306,8 @@ int run_bench(const Options& o) {
         Bench& b = benches.front();
         size_t next = 0;
         for (int64_t n : o.rows) {
-            fmt::print(stderr, "[{}/{}] {} {} {}x{} n={} ({} copies, {:.2f} GiB)\n", ++step, steps, b.kernel, b.weight, b.rows,
-                       b.cols, n, b.copies, b.copies * b.bytes_per_call / (1u << 30));
+            fmt::print(stderr, "[{}/{}] {} {} {}x{} n={} ({} copies, {:.2f} GiB)\n", ++step, steps, b.kernel, b.weight,
+                       b.rows, b.cols, n, b.copies, b.copies * b.bytes_per_call / (1u << 30));
             Result r{b.kernel, b.weight, b.rows, b.cols, n, b.bytes_per_call, 2.0 * n * b.rows * b.cols};
             const double bw_before = read_gbps(), peak_before = peak_gflops(b.bf16_dot_peak);
             r.seconds = time_calls(b, n, iters, &next);
@@ -311,12 +325,13 @@ int run_bench(const Options& o) {
         return v[v.size() / 2];
     };
     m = Machine{median(all_bw), median(all_fp32), median(all_bf16)};
-    fmt::print("machine: {} threads, kernels {}; read {:.1f} GB/s, fp32 FMA {:.0f} GFLOP/s, {} {:.0f} GFLOP/s "
-               "(medians of the measurements around the cases; ranges {:.1f}-{:.1f} GB/s, {:.0f}-{:.0f} GFLOP/s)\n",
-               pool.size(), isa_name(kernels.isa), m.read_gbps, m.fp32_gflops,
-               isa == Isa::kAvx512 ? "bf16 dot" : "fp32 FMA (no bf16 dot)", m.bf16_gflops,
-               *std::min_element(all_bw.begin(), all_bw.end()), *std::max_element(all_bw.begin(), all_bw.end()),
-               *std::min_element(all_bf16.begin(), all_bf16.end()), *std::max_element(all_bf16.begin(), all_bf16.end()));
+    fmt::print(
+        "machine: {} threads, kernels {}; read {:.1f} GB/s, fp32 FMA {:.0f} GFLOP/s, {} {:.0f} GFLOP/s "
+        "(medians of the measurements around the cases; ranges {:.1f}-{:.1f} GB/s, {:.0f}-{:.0f} GFLOP/s)\n",
+        pool.size(), isa_name(kernels.isa), m.read_gbps, m.fp32_gflops,
+        isa == Isa::kAvx512 ? "bf16 dot" : "fp32 FMA (no bf16 dot)", m.bf16_gflops,
+        *std::min_element(all_bw.begin(), all_bw.end()), *std::max_element(all_bw.begin(), all_bw.end()),
+        *std::min_element(all_bf16.begin(), all_bf16.end()), *std::max_element(all_bf16.begin(), all_bf16.end()));
 
     // Kernels without a weight stream: cache-resident inputs, time per call and FLOP/s only.
     struct Other {
@@ -340,8 +355,9 @@ int run_bench(const Options& o) {
         };
         fmt::print(stderr, "act_quant, sparse_attn, index_scores...\n");
         std::vector<uint8_t> codes(max_n * 5120), scales(max_n * 160);
-        others.push_back({"act_quant", fmt::format("{}x5120", max_n),
-                          median_seconds([&] { kernels.act_quant(in.xb.data(), max_n, 5120, codes.data(), scales.data(), pool); }),
+        others.push_back({"act_quant", fmt::format("{}x5120", max_n), median_seconds([&] {
+                              kernels.act_quant(in.xb.data(), max_n, 5120, codes.data(), scales.data(), pool);
+                          }),
                           0.0});
         // decode step: 64 heads x 512, 128 window + 512 compressed indices over 4096 kv rows
         const int heads = 64, dim = 512, topk = 640, n_kv = 4096;
@@ -379,34 +395,41 @@ int run_bench(const Options& o) {
                    r.weight, fmt::format("{}x{}", r.rows, r.cols), r.n, r.seconds * 1e6, r.gbps(),
                    100.0 * r.gbps() / r.read_gbps, r.gflops(), 100.0 * r.gflops() / r.peak, 100.0 * r.gflops() / roof);
     }
-    fmt::print("%BW: weight bytes per second / read bandwidth measured around the case; %peak: FLOP/s / peak measured "
-               "around the case ({}); %roof: FLOP/s / min(bandwidth x FLOP per weight byte, peak)\n",
-               isa == Isa::kAvx512 ? "bf16 dot for fp8/fp4/bf16, fp32 FMA for fp32 math" : "fp32 FMA");
+    fmt::print(
+        "%BW: weight bytes per second / read bandwidth measured around the case; %peak: FLOP/s / peak measured "
+        "around the case ({}); %roof: FLOP/s / min(bandwidth x FLOP per weight byte, peak)\n",
+        isa == Isa::kAvx512 ? "bf16 dot for fp8/fp4/bf16, fp32 FMA for fp32 math" : "fp32 FMA");
     for (const Other& x : others)
         fmt::print("{:<15} {:<24} {:>10.1f} us{}\n", x.kernel, x.shape, x.seconds * 1e6,
-                   x.flops > 0 ? fmt::format("  {:.1f} GFLOP/s ({:.0f}% of the bf16-dot peak)", x.flops / x.seconds / 1e9,
-                                             100.0 * x.flops / x.seconds / 1e9 / m.bf16_gflops)
-                               : std::string());
+                   x.flops > 0
+                       ? fmt::format("  {:.1f} GFLOP/s ({:.0f}% of the bf16-dot peak)", x.flops / x.seconds / 1e9,
+                                     100.0 * x.flops / x.seconds / 1e9 / m.bf16_gflops)
+                       : std::string());
 
     if (!o.json.empty()) {
         std::string j = fmt::format(
-            "{{\n  \"isa\": \"{}\", \"threads\": {}, \"read_gbps\": {:.3f}, \"fp32_gflops\": {:.3f}, \"bf16_gflops\": {:.3f},\n"
+            "{{\n  \"isa\": \"{}\", \"threads\": {}, \"read_gbps\": {:.3f}, \"fp32_gflops\": {:.3f}, \"bf16_gflops\": "
+            "{:.3f},\n"
             "  \"results\": [\n",
             isa_name(kernels.isa), pool.size(), m.read_gbps, m.fp32_gflops, m.bf16_gflops);
         for (size_t i = 0; i < results.size(); ++i) {
             const Result& r = results[i];
             j += fmt::format(
-                "    {{\"kernel\": \"{}\", \"weight\": \"{}\", \"rows\": {}, \"cols\": {}, \"n\": {}, \"us_per_call\": {:.3f}, "
-                "\"gbps\": {:.3f}, \"gflops\": {:.3f}, \"read_gbps\": {:.3f}, \"peak_gflops\": {:.3f}, \"frac_bw\": {:.4f}, "
+                "    {{\"kernel\": \"{}\", \"weight\": \"{}\", \"rows\": {}, \"cols\": {}, \"n\": {}, \"us_per_call\": "
+                "{:.3f}, "
+                "\"gbps\": {:.3f}, \"gflops\": {:.3f}, \"read_gbps\": {:.3f}, \"peak_gflops\": {:.3f}, \"frac_bw\": "
+                "{:.4f}, "
                 "\"frac_peak\": {:.4f}, \"peak\": \"{}\"}}{}\n",
-                r.kernel, json_escape(r.weight), r.rows, r.cols, r.n, r.seconds * 1e6, r.gbps(), r.gflops(), r.read_gbps,
-                r.peak, r.gbps() / r.read_gbps, r.gflops() / r.peak, r.peak_name, i + 1 < results.size() ? "," : "");
+                r.kernel, json_escape(r.weight), r.rows, r.cols, r.n, r.seconds * 1e6, r.gbps(), r.gflops(),
+                r.read_gbps, r.peak, r.gbps() / r.read_gbps, r.gflops() / r.peak, r.peak_name,
+                i + 1 < results.size() ? "," : "");
         }
         j += "  ],\n  \"other\": [\n";
         for (size_t i = 0; i < others.size(); ++i)
-            j += fmt::format("    {{\"kernel\": \"{}\", \"shape\": \"{}\", \"us_per_call\": {:.3f}, \"gflops\": {:.3f}}}{}\n",
-                             others[i].kernel, others[i].shape, others[i].seconds * 1e6,
-                             others[i].flops / others[i].seconds / 1e9, i + 1 < others.size() ? "," : "");
+            j += fmt::format(
+                "    {{\"kernel\": \"{}\", \"shape\": \"{}\", \"us_per_call\": {:.3f}, \"gflops\": {:.3f}}}{}\n",
+                others[i].kernel, others[i].shape, others[i].seconds * 1e6, others[i].flops / others[i].seconds / 1e9,
+                i + 1 < others.size() ? "," : "");
         j += "  ]\n}\n";
         if (o.json == "-") {
             fmt::print("{}", j);
@@ -428,10 +451,12 @@ int run_bench(const Options& o) {
 Command make_bench_ops_command() {
     return {[](CLI::App& app, int* exit_code) {
         auto opts = std::make_shared<Options>();
-        auto* sub = app.add_subcommand("bench-ops", "Measure kernel throughput against the machine's measured bandwidth and peak");
+        auto* sub = app.add_subcommand("bench-ops",
+                                       "Measure kernel throughput against the machine's measured bandwidth and peak");
         sub->add_option("--threads", opts->threads, "Threads (default: all hardware threads)");
         sub->add_option("--isa", opts->isa, "Kernel set: scalar, avx2 or avx512 (default: best for this CPU)");
-        sub->add_option("--iters", opts->iters, "Timed samples per case; the median is reported")->check(CLI::PositiveNumber);
+        sub->add_option("--iters", opts->iters, "Timed samples per case; the median is reported")
+            ->check(CLI::PositiveNumber);
         sub->add_option("--rows", opts->rows, "Activation rows n to measure (default 1 4 16 64)")->delimiter(',');
         sub->add_flag("--quick", opts->quick, "0.5 GiB of weight copies and at most 2 samples (smoke test)");
         sub->add_flag("!--no-hugepages", opts->hugepages, "Do not ask for transparent huge pages on weight buffers");

@@ -17,8 +17,8 @@ void check_rows(const std::vector<bf16>& x, int64_t n, int64_t k) {
     backend::ref::kernels().act_quant(x.data(), n, k, ref_codes.data(), ref_scales.data(), ref_pool);
     for (const backend::Kernels* table : simd_tables())
         for (int threads : {1, 3}) {
-            SCOPED_TRACE(std::string(isa_name(table->isa)) + " threads=" + std::to_string(threads) + " n=" +
-                         std::to_string(n) + " k=" + std::to_string(k));
+            SCOPED_TRACE(std::string(isa_name(table->isa)) + " threads=" + std::to_string(threads) +
+                         " n=" + std::to_string(n) + " k=" + std::to_string(k));
             ThreadPool pool(threads);
             Guarded<uint8_t> codes(n * k), scales(n * k / 32);
             table->act_quant(x.data(), n, k, codes.data(), scales.data(), pool);
@@ -31,7 +31,8 @@ void check_rows(const std::vector<bf16>& x, int64_t n, int64_t k) {
                                   << " got " << int(codes.data()[i]);
             for (int64_t g = 0; g < n * k / 32; ++g)
                 if (scales.data()[g] != ref_scales[g] && bad++ < 10)
-                    ADD_FAILURE() << "scale " << g << ": ref " << int(ref_scales[g]) << " got " << int(scales.data()[g]);
+                    ADD_FAILURE() << "scale " << g << ": ref " << int(ref_scales[g]) << " got "
+                                  << int(scales.data()[g]);
             EXPECT_EQ(bad, 0);
         }
 }
@@ -72,8 +73,8 @@ TEST(ActQuant, TiesSubnormalsAndSpecials) {
         }
     }
     const float inf = std::numeric_limits<float>::infinity(), nan = std::numeric_limits<float>::quiet_NaN();
-    groups.push_back(std::vector<float>(32, 0.0f));                          // amax floor 1e-4
-    groups.push_back(std::vector<float>(32, std::ldexp(1.0f, -130)));       // bf16 denormals
+    groups.push_back(std::vector<float>(32, 0.0f));                    // amax floor 1e-4
+    groups.push_back(std::vector<float>(32, std::ldexp(1.0f, -130)));  // bf16 denormals
     std::vector<float> with_nan(32, 0.5f), with_inf(32, 0.25f), neg_zero(32, -0.0f), big(32, 3.0e38f);
     with_nan[3] = nan;
     with_inf[9] = -inf;

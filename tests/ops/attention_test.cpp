@@ -43,7 +43,8 @@ void run_attn(const AttnShape& s, uint64_t seed) {
             int64_t bad = 0;
             for (int64_t r = 0; r < s.m * s.heads; ++r) {
                 double row_max = 0;
-                for (int d = 0; d < s.dim; ++d) row_max = std::max(row_max, std::fabs(double(bf16_to_float(ref.data()[r * s.dim + d]))));
+                for (int d = 0; d < s.dim; ++d)
+                    row_max = std::max(row_max, std::fabs(double(bf16_to_float(ref.data()[r * s.dim + d]))));
                 const double tol = 2.0 * std::ldexp(row_max, -8);  // 2 bf16 ulps of the row's scale
                 for (int d = 0; d < s.dim; ++d) {
                     const int64_t e = r * s.dim + d;

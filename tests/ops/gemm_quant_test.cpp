@@ -23,8 +23,8 @@ struct Shape {
 };
 
 std::string describe(const Shape& s) {
-    return "n=" + std::to_string(s.n) + " rows=" + std::to_string(s.rows) + " k=" + std::to_string(s.k) +
-           " ldo=rows+" + std::to_string(s.pad);
+    return "n=" + std::to_string(s.n) + " rows=" + std::to_string(s.rows) + " k=" + std::to_string(s.k) + " ldo=rows+" +
+           std::to_string(s.pad);
 }
 
 // Activations as the model makes them: act_quant of bf16 rows with per-group magnitudes spread widely.
@@ -53,8 +53,8 @@ void check_tables(const Shape& s, const Fp8Acts& a, const Matrix& w, Gemm gemm, 
     for (const Kernels* table : simd_tables())
         for (bool prepared : {false, true})
             for (int threads : {1, 2, 3}) {
-                SCOPED_TRACE(std::string(isa_name(table->isa)) + (prepared ? " prepared" : " canonical") + " threads=" +
-                             std::to_string(threads) + " " + describe(s));
+                SCOPED_TRACE(std::string(isa_name(table->isa)) + (prepared ? " prepared" : " canonical") +
+                             " threads=" + std::to_string(threads) + " " + describe(s));
                 ThreadPool pool(threads);
                 PackedWeight packed;
                 Matrix wt = w;
@@ -107,8 +107,8 @@ void run_fp4(const Shape& s, uint64_t seed) {
 }
 
 // Odd n, rows not a multiple of 16 or 32, k = 32, activation chunks (64 rows) crossed, strided output.
-const Shape kSmallShapes[] = {{1, 16, 32, 0},  {1, 1, 32, 3},    {2, 33, 64, 1},   {3, 100, 96, 0},
-                              {4, 47, 160, 5}, {5, 64, 1280, 0}, {7, 129, 256, 2}, {16, 48, 512, 0},
+const Shape kSmallShapes[] = {{1, 16, 32, 0},   {1, 1, 32, 3},    {2, 33, 64, 1},   {3, 100, 96, 0},
+                              {4, 47, 160, 5},  {5, 64, 1280, 0}, {7, 129, 256, 2}, {16, 48, 512, 0},
                               {17, 70, 160, 0}, {64, 32, 256, 1}, {65, 40, 96, 0},  {130, 24, 64, 7}};
 
 TEST(GemmFp8, SmallShapes) {

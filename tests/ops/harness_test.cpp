@@ -23,22 +23,26 @@ Output2d<bf16> broken_gemm(int64_t n, int64_t rows, int64_t k, int64_t ldo, Dama
 
 TEST(OpHarness, DetectsWritePastTheEnd) {
     std::vector<bf16> clean;
-    auto out = broken_gemm(3, 5, 32, 5, [](bf16* o) { o[15] = bf16{0x3f80}; }, &clean);
+    auto out = broken_gemm(
+        3, 5, 32, 5, [](bf16* o) { o[15] = bf16{0x3f80}; }, &clean);
     EXPECT_FALSE(out.buf.guards_intact());
     EXPECT_NE(out.integrity(), "");
 }
 
 TEST(OpHarness, DetectsWriteBeforeTheStart) {
     std::vector<bf16> clean;
-    auto out = broken_gemm(2, 4, 32, 4, [](bf16* o) { o[-1] = bf16{0}; }, &clean);
+    auto out = broken_gemm(
+        2, 4, 32, 4, [](bf16* o) { o[-1] = bf16{0}; }, &clean);
     EXPECT_FALSE(out.buf.guards_intact());
 }
 
 TEST(OpHarness, DetectsPaddingWriteAndSkippedOutput) {
     std::vector<bf16> clean;
-    auto padded = broken_gemm(3, 5, 32, 7, [](bf16* o) { o[7 + 5] = bf16{0}; }, &clean);
+    auto padded = broken_gemm(
+        3, 5, 32, 7, [](bf16* o) { o[7 + 5] = bf16{0}; }, &clean);
     EXPECT_NE(padded.integrity().find("padding"), std::string::npos);
-    auto skipped = broken_gemm(3, 5, 32, 7, [](bf16* o) { std::memset(o + 8, Guarded<bf16>::kPattern, 2); }, &clean);
+    auto skipped = broken_gemm(
+        3, 5, 32, 7, [](bf16* o) { std::memset(o + 8, Guarded<bf16>::kPattern, 2); }, &clean);
     EXPECT_NE(skipped.integrity().find("not written"), std::string::npos);
 }
 
@@ -46,16 +50,23 @@ TEST(OpHarness, DetectsErrorsOutsideTheUlpBudget) {
     const int64_t n = 4, rows = 100, k = 64;
     std::vector<bf16> clean;
     // one output off by 2 ulps
-    auto two = broken_gemm(n, rows, k, rows, [](bf16* o) { o[17].bits += 2; }, &clean);
+    auto two = broken_gemm(
+        n, rows, k, rows, [](bf16* o) { o[17].bits += 2; }, &clean);
     EXPECT_NE(check_ulps(compare_bf16(clean.data(), rows, two.data(), rows, n, rows), UlpBudget{1, 0.002}), "");
     // 5% of outputs off by 1 ulp: within max_ulps, over the mismatch rate
-    auto many = broken_gemm(n, rows, k, rows, [](bf16* o) { for (int e = 0; e < 400; e += 20) o[e].bits += 1; }, &clean);
+    auto many = broken_gemm(
+        n, rows, k, rows,
+        [](bf16* o) {
+            for (int e = 0; e < 400; e += 20) o[e].bits += 1;
+        },
+        &clean);
     const UlpStats s = compare_bf16(clean.data(), rows, many.data(), rows, n, rows);
     EXPECT_EQ(s.worst, 1);
     EXPECT_NE(check_ulps(s, UlpBudget{1, 0.002}), "");
     EXPECT_EQ(check_ulps(s, UlpBudget{1, 0.1}), "");
     // an exact budget rejects a single 1-ulp difference
-    auto one = broken_gemm(n, rows, k, rows, [](bf16* o) { o[3].bits += 1; }, &clean);
+    auto one = broken_gemm(
+        n, rows, k, rows, [](bf16* o) { o[3].bits += 1; }, &clean);
     EXPECT_NE(check_ulps(compare_bf16(clean.data(), rows, one.data(), rows, n, rows), UlpBudget{0, 0.0}), "");
 }
 

@@ -72,7 +72,8 @@ template <class T>
 struct Output2d {
     int64_t rows, cols, ld;
     Guarded<T> buf;
-    Output2d(int64_t r, int64_t c, int64_t l) : rows(r), cols(c), ld(l), buf(static_cast<size_t>(r > 0 ? (r - 1) * l + c : 0)) {}
+    Output2d(int64_t r, int64_t c, int64_t l)
+        : rows(r), cols(c), ld(l), buf(static_cast<size_t>(r > 0 ? (r - 1) * l + c : 0)) {}
     T* data() { return buf.data(); }
     // Empty string when the guards and the padding columns are intact and every element was written.
     std::string integrity() const {
@@ -80,8 +81,10 @@ struct Output2d {
         for (int64_t i = 0; i < rows; ++i)
             for (int64_t j = 0; j < ld && i * ld + j < static_cast<int64_t>(buf.size()); ++j) {
                 const bool written = !buf.untouched(static_cast<size_t>(i * ld + j));
-                if (j < cols && !written) return "output [" + std::to_string(i) + ", " + std::to_string(j) + "] not written";
-                if (j >= cols && written) return "padding [" + std::to_string(i) + ", " + std::to_string(j) + "] overwritten";
+                if (j < cols && !written)
+                    return "output [" + std::to_string(i) + ", " + std::to_string(j) + "] not written";
+                if (j >= cols && written)
+                    return "padding [" + std::to_string(i) + ", " + std::to_string(j) + "] overwritten";
             }
         return "";
     }
@@ -91,7 +94,9 @@ struct Output2d {
 inline int64_t bf16_ulps(bf16 a, bf16 b) {
     const bool na = (a.bits & 0x7fff) > 0x7f80, nb = (b.bits & 0x7fff) > 0x7f80;
     if (na || nb) return na && nb ? 0 : (int64_t{1} << 20);
-    auto ordered = [](uint16_t v) { return (v & 0x8000) ? -static_cast<int64_t>(v & 0x7fff) : static_cast<int64_t>(v); };
+    auto ordered = [](uint16_t v) {
+        return (v & 0x8000) ? -static_cast<int64_t>(v & 0x7fff) : static_cast<int64_t>(v);
+    };
     return std::llabs(ordered(a.bits) - ordered(b.bits));
 }
 
@@ -106,7 +111,8 @@ struct UlpStats {
     std::string where;
 };
 
-inline UlpStats compare_bf16(const bf16* ref, int64_t ld_ref, const bf16* got, int64_t ld_got, int64_t rows, int64_t cols) {
+inline UlpStats compare_bf16(const bf16* ref, int64_t ld_ref, const bf16* got, int64_t ld_got, int64_t rows,
+                             int64_t cols) {
     UlpStats s;
     for (int64_t i = 0; i < rows; ++i)
         for (int64_t j = 0; j < cols; ++j) {
@@ -125,7 +131,8 @@ inline UlpStats compare_bf16(const bf16* ref, int64_t ld_ref, const bf16* got, i
 // Empty when within budget, else a description.
 inline std::string check_ulps(const UlpStats& s, const UlpBudget& b) {
     if (s.worst > b.max_ulps)
-        return "max " + std::to_string(s.worst) + " bf16 ulps (budget " + std::to_string(b.max_ulps) + ") at " + s.where;
+        return "max " + std::to_string(s.worst) + " bf16 ulps (budget " + std::to_string(b.max_ulps) + ") at " +
+               s.where;
     const int64_t allowed = b.max_rate > 0 ? 1 + static_cast<int64_t>(b.max_rate * static_cast<double>(s.count)) : 0;
     if (s.mismatches > allowed)
         return std::to_string(s.mismatches) + " of " + std::to_string(s.count) + " outputs differ (budget " +

@@ -28,7 +28,8 @@ void sparse_attn(const IsaOps& ops, const bf16* q, int64_t m, int heads, int dim
             const int64_t i = static_cast<int64_t>(task) / groups;
             const int h0 = static_cast<int>(task % groups) * per_group;
             const int h1 = std::min(heads, h0 + per_group);
-            ops.sparse_attn(SparseAttnTask{q, heads, dim, kv, idx, topk, sink, scale, out, i, i + 1, h0, h1, s.attn.data()});
+            ops.sparse_attn(
+                SparseAttnTask{q, heads, dim, kv, idx, topk, sink, scale, out, i, i + 1, h0, h1, s.attn.data()});
         }
     });
 }

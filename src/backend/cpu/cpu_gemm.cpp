@@ -44,8 +44,9 @@ void gemm_quant(const IsaOps& ops, const Fp8Acts& a, const QuantWeight& w, bf16*
     if (a.n == 0 || w.rows == 0) return;
     const int64_t groups = row_groups(w.rows), kb_count = a.k / 32;
     const PackedWeight* pw = w.prepared && w.prepared->layout == w.layout ? w.prepared : nullptr;
-    if (pw) DI_CHECK_MSG(pw->rows == w.rows && pw->cols == w.cols, "prepared weight {}x{} vs matrix {}x{}", pw->rows,
-                         pw->cols, w.rows, w.cols);
+    if (pw)
+        DI_CHECK_MSG(pw->rows == w.rows && pw->cols == w.cols, "prepared weight {}x{} vs matrix {}x{}", pw->rows,
+                     pw->cols, w.rows, w.cols);
     for (int64_t i0 = 0; i0 < a.n; i0 += kActRowChunk) {
         const int64_t ni = std::min(kActRowChunk, a.n - i0);
         pool.parallel_for(static_cast<size_t>(groups), [&](size_t gb, size_t ge, int) {
@@ -56,8 +57,8 @@ void gemm_quant(const IsaOps& ops, const Fp8Acts& a, const QuantWeight& w, bf16*
             s.gemm.ensure(static_cast<size_t>(gemm_scratch_floats(a.k)) * sizeof(float));
             ops.decode_acts(a.codes + i0 * a.k, a.scales + i0 * kb_count, ni, a.k, s.acts.data(),
                             s.act_scales.as<float>());
-            QuantGemmTask task{s.acts.data(), s.act_scales.as<float>(), ni, a.k, nullptr, nullptr, 0, 0,
-                               nullptr,       ldo,                      s.gemm.as<float>()};
+            QuantGemmTask task{s.acts.data(), s.act_scales.as<float>(), ni, a.k, nullptr, nullptr, 0, 0, nullptr,
+                               ldo,           s.gemm.as<float>()};
             auto run_groups = [&](int64_t g, int64_t count, const uint8_t* codes, const uint8_t* scales) {
                 task.codes = codes;
                 task.scales = scales;

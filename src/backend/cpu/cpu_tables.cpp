@@ -7,18 +7,20 @@
 namespace deepinfer::backend::cpu {
 
 const IsaOps& avx2_ops() {
-    static const IsaOps ops = {Isa::kAvx2,          avx2::act_quant_rows, 4,                avx2::decode_acts,
-                               avx2::gemm_fp8,      avx2::gemm_fp4,       avx2::gemm_bf16,  avx2::gemm_f32_bf16w,
-                               avx2::gemm_f32,      avx2::sparse_attn,    avx2::index_scores, avx2::read_stream,
-                               avx2::fma_loop,      avx2::dot_loop,       8};
+    static const IsaOps ops = {Isa::kAvx2,        avx2::act_quant_rows, 4,
+                               avx2::decode_acts, avx2::gemm_fp8,       avx2::gemm_fp4,
+                               avx2::gemm_bf16,   avx2::gemm_f32_bf16w, avx2::gemm_f32,
+                               avx2::sparse_attn, avx2::index_scores,   avx2::read_stream,
+                               avx2::fma_loop,    avx2::dot_loop,       8};
     return ops;
 }
 
 const IsaOps& avx512_ops() {
-    static const IsaOps ops = {Isa::kAvx512,       avx512::act_quant_rows, 2,                  avx512::decode_acts,
-                               avx512::gemm_fp8,   avx512::gemm_fp4,       avx512::gemm_bf16,  avx512::gemm_f32_bf16w,
-                               avx512::gemm_f32,   avx512::sparse_attn,    avx512::index_scores, avx512::read_stream,
-                               avx512::fma_loop,   avx512::dot_loop,       16};
+    static const IsaOps ops = {Isa::kAvx512,        avx512::act_quant_rows, 2,
+                               avx512::decode_acts, avx512::gemm_fp8,       avx512::gemm_fp4,
+                               avx512::gemm_bf16,   avx512::gemm_f32_bf16w, avx512::gemm_f32,
+                               avx512::sparse_attn, avx512::index_scores,   avx512::read_stream,
+                               avx512::fma_loop,    avx512::dot_loop,       16};
     return ops;
 }
 
@@ -50,13 +52,13 @@ struct Entries {
                             const float* sink, float scale, bf16* out, ThreadPool& pool) {
         cpu::sparse_attn(Ops(), q, m, heads, dim, kv, idx, topk, sink, scale, out, pool);
     }
-    static void index_scores(const bf16* q, int64_t m, int heads, int dim, const bf16* keys, int64_t n,
-                             const bf16* w, float* out, int64_t ldo, ThreadPool& pool) {
+    static void index_scores(const bf16* q, int64_t m, int heads, int dim, const bf16* keys, int64_t n, const bf16* w,
+                             float* out, int64_t ldo, ThreadPool& pool) {
         cpu::index_scores(Ops(), q, m, heads, dim, keys, n, w, out, ldo, pool);
     }
     static Kernels table(Isa isa) {
-        return Kernels{isa,      prepare_fp8, prepare_fp4,    act_quant, gemm_fp8,    gemm_fp4,
-                       gemm_bf16, gemm_f32_bf16w, gemm_f32, sparse_attn, index_scores};
+        return Kernels{isa,       prepare_fp8,    prepare_fp4, act_quant,   gemm_fp8,    gemm_fp4,
+                       gemm_bf16, gemm_f32_bf16w, gemm_f32,    sparse_attn, index_scores};
     }
 };
 

@@ -66,7 +66,8 @@ void pack_fp4_groups(const Fp4Matrix& w, int64_t g0, int64_t g1, uint8_t* codes_
             for (int64_t kb = 0; kb < kb_count; ++kb)
                 for (int c = 0; c < 4; ++c) {
                     const uint32_t u = load32(src + kb * 16 + c * 4);
-                    const uint16_t even = compress_nibbles(u & 0x0f0f0f0fu), odd = compress_nibbles((u >> 4) & 0x0f0f0f0fu);
+                    const uint16_t even = compress_nibbles(u & 0x0f0f0f0fu),
+                                   odd = compress_nibbles((u >> 4) & 0x0f0f0f0fu);
                     uint8_t* chunk = dst + kb * kFp4BlockBytes + c * 64;
                     std::memcpy(chunk + 4 * r, &even, 2);
                     std::memcpy(chunk + 4 * r + 2, &odd, 2);

@@ -48,7 +48,7 @@ struct DenseGemmTask {
 struct SparseAttnTask {
     const bf16* q;  // [m, heads, dim]
     int heads, dim;
-    const bf16* kv;     // [n_kv, dim]
+    const bf16* kv;      // [n_kv, dim]
     const int32_t* idx;  // [m, topk]
     int topk;
     const float* sink;  // [heads]
@@ -109,21 +109,21 @@ struct IsaOps {
 const IsaOps& avx2_ops();
 const IsaOps& avx512_ops();
 
-#define DEEPINFER_DECLARE_ISA_OPS(ns)                                                                          \
-    namespace ns {                                                                                             \
-    void act_quant_rows(const bf16* x, int64_t k, uint8_t* codes, uint8_t* scales, int64_t r0, int64_t r1);    \
-    void decode_acts(const uint8_t* codes, const uint8_t* scales, int64_t n, int64_t k, void* values,          \
-                     float* act_scales);                                                                       \
-    void gemm_fp8(const QuantGemmTask& task);                                                                  \
-    void gemm_fp4(const QuantGemmTask& task);                                                                  \
-    void gemm_bf16(const DenseGemmTask& task);                                                                 \
-    void gemm_f32_bf16w(const DenseGemmTask& task);                                                            \
-    void gemm_f32(const DenseGemmTask& task);                                                                  \
-    void sparse_attn(const SparseAttnTask& task);                                                              \
-    void index_scores(const IndexScoresTask& task);                                                            \
-    uint64_t read_stream(const uint8_t* p, size_t bytes);                                                      \
-    float fma_loop(int64_t iters);                                                                             \
-    float dot_loop(int64_t iters);                                                                             \
+#define DEEPINFER_DECLARE_ISA_OPS(ns)                                                                       \
+    namespace ns {                                                                                          \
+    void act_quant_rows(const bf16* x, int64_t k, uint8_t* codes, uint8_t* scales, int64_t r0, int64_t r1); \
+    void decode_acts(const uint8_t* codes, const uint8_t* scales, int64_t n, int64_t k, void* values,       \
+                     float* act_scales);                                                                    \
+    void gemm_fp8(const QuantGemmTask& task);                                                               \
+    void gemm_fp4(const QuantGemmTask& task);                                                               \
+    void gemm_bf16(const DenseGemmTask& task);                                                              \
+    void gemm_f32_bf16w(const DenseGemmTask& task);                                                         \
+    void gemm_f32(const DenseGemmTask& task);                                                               \
+    void sparse_attn(const SparseAttnTask& task);                                                           \
+    void index_scores(const IndexScoresTask& task);                                                         \
+    uint64_t read_stream(const uint8_t* p, size_t bytes);                                                   \
+    float fma_loop(int64_t iters);                                                                          \
+    float dot_loop(int64_t iters);                                                                          \
     }
 DEEPINFER_DECLARE_ISA_OPS(avx2)
 DEEPINFER_DECLARE_ISA_OPS(avx512)

@@ -20,14 +20,14 @@ inline uint8_t* align64(void* p) {
 
 // kt[d][t] = row t, column d as fp32, for 64 rows (null rows are zero); dim % 8 == 0.
 inline void transpose_rows(const uint16_t* const* rows, int dim, float* kt) {
-    #pragma GCC unroll 16
+#pragma GCC unroll 16
     for (int g = 0; g < kBlock / 8; ++g)
         for (int d = 0; d < dim; d += 8) {
             __m256 r[8];
-            #pragma GCC unroll 16
+#pragma GCC unroll 16
             for (int i = 0; i < 8; ++i) r[i] = rows[8 * g + i] ? load_bf16(rows[8 * g + i] + d) : _mm256_setzero_ps();
             transpose8(r);
-            #pragma GCC unroll 16
+#pragma GCC unroll 16
             for (int i = 0; i < 8; ++i) _mm256_store_ps(kt + (d + i) * kBlock + 8 * g, r[i]);
         }
 }
@@ -36,15 +36,15 @@ inline void transpose_rows(const uint16_t* const* rows, int dim, float* kt) {
 template <int RH>
 inline void dots(const float* kt, int dim, const float* q, float* s, int tg) {
     __m256 acc[RH][4];
-    #pragma GCC unroll 16
+#pragma GCC unroll 16
     for (int h = 0; h < RH; ++h)
-        #pragma GCC unroll 16
+#pragma GCC unroll 16
         for (int g = 0; g < 4; ++g) acc[h][g] = _mm256_setzero_ps();
     for (int d = 0; d < dim; ++d) {
         const float* row = kt + d * kBlock + 8 * tg;
         const __m256 k0 = _mm256_load_ps(row), k1 = _mm256_load_ps(row + 8);
         const __m256 k2 = _mm256_load_ps(row + 16), k3 = _mm256_load_ps(row + 24);
-        #pragma GCC unroll 16
+#pragma GCC unroll 16
         for (int h = 0; h < RH; ++h) {
             const __m256 qv = _mm256_broadcast_ss(q + h * dim + d);
             acc[h][0] = _mm256_fmadd_ps(k0, qv, acc[h][0]);
@@ -53,14 +53,14 @@ inline void dots(const float* kt, int dim, const float* q, float* s, int tg) {
             acc[h][3] = _mm256_fmadd_ps(k3, qv, acc[h][3]);
         }
     }
-    #pragma GCC unroll 16
+#pragma GCC unroll 16
     for (int h = 0; h < RH; ++h)
-        #pragma GCC unroll 16
+#pragma GCC unroll 16
         for (int g = 0; g < 4; ++g) _mm256_store_ps(s + h * kBlock + 8 * (tg + g), acc[h][g]);
 }
 
 inline void all_dots(const float* kt, int dim, const float* q, int heads, float* s) {
-    #pragma GCC unroll 16
+#pragma GCC unroll 16
     for (int tg = 0; tg < kBlock / 8; tg += 4) {
         int h = 0;
         for (; h + 3 <= heads; h += 3) dots<3>(kt, dim, q + h * dim, s + h * kBlock, tg);
@@ -72,15 +72,15 @@ inline void all_dots(const float* kt, int dim, const float* q, int heads, float*
 template <int RH>
 inline void pv(const float* kv, int dim, const float* p, int d0, float* acc, const float* rescale) {
     __m256 b[RH][4];
-    #pragma GCC unroll 16
+#pragma GCC unroll 16
     for (int h = 0; h < RH; ++h)
-        #pragma GCC unroll 16
+#pragma GCC unroll 16
         for (int g = 0; g < 4; ++g) b[h][g] = _mm256_setzero_ps();
     for (int t = 0; t < kBlock; ++t) {
         const float* row = kv + t * dim + d0;
         const __m256 v0 = _mm256_load_ps(row), v1 = _mm256_load_ps(row + 8);
         const __m256 v2 = _mm256_load_ps(row + 16), v3 = _mm256_load_ps(row + 24);
-        #pragma GCC unroll 16
+#pragma GCC unroll 16
         for (int h = 0; h < RH; ++h) {
             const __m256 pv = _mm256_broadcast_ss(p + h * kBlock + t);
             b[h][0] = _mm256_fmadd_ps(v0, pv, b[h][0]);
@@ -89,11 +89,11 @@ inline void pv(const float* kv, int dim, const float* p, int d0, float* acc, con
             b[h][3] = _mm256_fmadd_ps(v3, pv, b[h][3]);
         }
     }
-    #pragma GCC unroll 16
+#pragma GCC unroll 16
     for (int h = 0; h < RH; ++h) {
         const __m256 r = _mm256_set1_ps(rescale[h]);
         float* a = acc + h * dim + d0;
-        #pragma GCC unroll 16
+#pragma GCC unroll 16
         for (int g = 0; g < 4; ++g)
             _mm256_store_ps(a + 8 * g, _mm256_add_ps(_mm256_mul_ps(_mm256_load_ps(a + 8 * g), r), b[h][g]));
     }
@@ -148,10 +148,11 @@ void sparse_attn(const SparseAttnTask& t) {
             for (int h = 0; h < nh; ++h) {
                 __m256 sv[kBlock / 8];
                 __m256 m = neg_inf;
-                #pragma GCC unroll 16
+#pragma GCC unroll 16
                 for (int g = 0; g < kBlock / 8; ++g) {
                     const __m256 v = _mm256_mul_ps(_mm256_load_ps(s + h * kBlock + 8 * g), scale);
-                    const __m256 keep = _mm256_castsi256_ps(_mm256_load_si256(reinterpret_cast<const __m256i*>(valid + 8 * g)));
+                    const __m256 keep =
+                        _mm256_castsi256_ps(_mm256_load_si256(reinterpret_cast<const __m256i*>(valid + 8 * g)));
                     sv[g] = _mm256_blendv_ps(neg_inf, v, keep);
                     m = _mm256_max_ps(m, sv[g]);
                 }
@@ -159,7 +160,7 @@ void sparse_attn(const SparseAttnTask& t) {
                 const float new_max = running_max[h] > block_max ? running_max[h] : block_max;
                 const __m256 nm = _mm256_set1_ps(new_max);
                 __m256 sum = _mm256_setzero_ps();
-                #pragma GCC unroll 16
+#pragma GCC unroll 16
                 for (int g = 0; g < kBlock / 8; ++g) {
                     const __m256 e = exp_ps(_mm256_sub_ps(sv[g], nm));
                     sum = _mm256_add_ps(sum, e);
@@ -180,7 +181,8 @@ void sparse_attn(const SparseAttnTask& t) {
             const __m256 denom = _mm256_set1_ps(sum_exp[h] + scalar_exp(t.sink[t.h0 + h] - running_max[h]));
             auto* o = reinterpret_cast<uint16_t*>(t.out + (i * t.heads + t.h0 + h) * dim);
             for (int d = 0; d < dim; d += 8)
-                _mm_storeu_si128(reinterpret_cast<__m128i*>(o + d), to_bf16(_mm256_div_ps(_mm256_load_ps(acc + h * dim + d), denom)));
+                _mm_storeu_si128(reinterpret_cast<__m128i*>(o + d),
+                                 to_bf16(_mm256_div_ps(_mm256_load_ps(acc + h * dim + d), denom)));
         }
     }
 }
@@ -188,7 +190,7 @@ void sparse_attn(const SparseAttnTask& t) {
 void index_scores(const IndexScoresTask& t) {
     const int dim = t.dim;
     uint8_t* mem = align64(t.scratch);
-    auto* kt = reinterpret_cast<float*>(mem);  // [dim][64]
+    auto* kt = reinterpret_cast<float*>(mem);           // [dim][64]
     auto* qf = kt + static_cast<size_t>(dim) * kBlock;  // [heads][dim]
     const auto* keys = reinterpret_cast<const uint16_t*>(t.keys);
     const auto* wts = reinterpret_cast<const uint16_t*>(t.w);
@@ -204,7 +206,7 @@ void index_scores(const IndexScoresTask& t) {
             for (auto& v : total) v = _mm256_setzero_ps();
             for (int h = 0; h < t.heads; h += 3) {
                 const int nh = t.heads - h < 3 ? t.heads - h : 3;
-                #pragma GCC unroll 16
+#pragma GCC unroll 16
                 for (int tg = 0; tg < kBlock / 8; tg += 4) {
                     if (nh == 3) dots<3>(kt, dim, qf + h * dim, s, tg);
                     else if (nh == 2) {
@@ -218,14 +220,15 @@ void index_scores(const IndexScoresTask& t) {
                     float wf;
                     __builtin_memcpy(&wf, &wbits, 4);
                     const __m256 wv = _mm256_set1_ps(wf);
-                    #pragma GCC unroll 16
+#pragma GCC unroll 16
                     for (int g = 0; g < kBlock / 8; ++g) {
-                        const __m256 relu = _mm256_max_ps(_mm256_setzero_ps(), round_bf16(_mm256_load_ps(s + a * kBlock + 8 * g)));
+                        const __m256 relu =
+                            _mm256_max_ps(_mm256_setzero_ps(), round_bf16(_mm256_load_ps(s + a * kBlock + 8 * g)));
                         total[g] = _mm256_add_ps(total[g], round_bf16(_mm256_mul_ps(relu, wv)));
                     }
                 }
             }
-            #pragma GCC unroll 16
+#pragma GCC unroll 16
             for (int g = 0; g < kBlock / 8; ++g) {
                 alignas(32) float v[8];
                 _mm256_store_ps(v, round_bf16(total[g]));

@@ -42,19 +42,19 @@ inline __m256 e8m0_to_ps(const uint8_t* p) {
 
 inline void transpose8(__m256 (&r)[8]) {
     __m256 t[8], s[8];
-    #pragma GCC unroll 16
+#pragma GCC unroll 16
     for (int i = 0; i < 8; i += 2) {
         t[i] = _mm256_unpacklo_ps(r[i], r[i + 1]);
         t[i + 1] = _mm256_unpackhi_ps(r[i], r[i + 1]);
     }
-    #pragma GCC unroll 16
+#pragma GCC unroll 16
     for (int i = 0; i < 8; i += 4) {
         s[i] = _mm256_shuffle_ps(t[i], t[i + 2], 0x44);
         s[i + 1] = _mm256_shuffle_ps(t[i], t[i + 2], 0xee);
         s[i + 2] = _mm256_shuffle_ps(t[i + 1], t[i + 3], 0x44);
         s[i + 3] = _mm256_shuffle_ps(t[i + 1], t[i + 3], 0xee);
     }
-    #pragma GCC unroll 16
+#pragma GCC unroll 16
     for (int i = 0; i < 4; ++i) {
         r[i] = _mm256_permute2f128_ps(s[i], s[i + 4], 0x20);
         r[i + 4] = _mm256_permute2f128_ps(s[i], s[i + 4], 0x31);

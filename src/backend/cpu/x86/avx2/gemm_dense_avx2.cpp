@@ -13,7 +13,7 @@ namespace deepinfer::backend::cpu::avx2 {
 namespace {
 
 constexpr int64_t kPanelMinRows = 16;  // activation rows from which the panel kernel wins
-constexpr int kTileRows = 6;          // activation rows per panel pass (12 accumulators)
+constexpr int kTileRows = 6;           // activation rows per panel pass (12 accumulators)
 
 struct Bf16 {
     using T = uint16_t;
@@ -36,25 +36,25 @@ struct F32 {
 template <class X, class W, int RA>
 void gemv_tile(const typename X::T* x, int64_t k, const typename W::T* const (&w)[4], float (&res)[4][2]) {
     __m256 acc[4][RA];
-    #pragma GCC unroll 16
+#pragma GCC unroll 16
     for (int r = 0; r < 4; ++r)
-        #pragma GCC unroll 16
+#pragma GCC unroll 16
         for (int a = 0; a < RA; ++a) acc[r][a] = _mm256_setzero_ps();
     int64_t col = 0;
     for (; col + 8 <= k; col += 8) {
         __m256 xv[RA];
-        #pragma GCC unroll 16
+#pragma GCC unroll 16
         for (int a = 0; a < RA; ++a) xv[a] = X::load8(x + a * k + col);
-        #pragma GCC unroll 16
+#pragma GCC unroll 16
         for (int r = 0; r < 4; ++r) {
             const __m256 wv = W::load8(w[r] + col);
-            #pragma GCC unroll 16
+#pragma GCC unroll 16
             for (int a = 0; a < RA; ++a) acc[r][a] = _mm256_fmadd_ps(wv, xv[a], acc[r][a]);
         }
     }
-    #pragma GCC unroll 16
+#pragma GCC unroll 16
     for (int r = 0; r < 4; ++r)
-        #pragma GCC unroll 16
+#pragma GCC unroll 16
         for (int a = 0; a < RA; ++a) {
             float s = hsum(acc[r][a]);
             for (int64_t c = col; c < k; ++c) s += X::one(x + a * k + c) * W::one(w[r] + c);
@@ -68,7 +68,7 @@ void gemv(const DenseGemmTask& t, const Store& store) {
     const auto* w = static_cast<const typename W::T*>(t.w);
     for (int64_t j = 0; j < t.rows; j += 4) {
         const typename W::T* wr[4];
-        #pragma GCC unroll 16
+#pragma GCC unroll 16
         for (int r = 0; r < 4; ++r) wr[r] = w + (j + r < t.rows ? j + r : t.rows - 1) * t.k;
         for (int64_t i = 0; i < t.n; i += 2) {
             float res[4][2] = {};
@@ -87,38 +87,38 @@ template <class W>
 void build_panel(const typename W::T* w, int64_t k, int64_t valid, float* panel) {
     int64_t col = 0;
     for (; col + 8 <= k; col += 8)
-        #pragma GCC unroll 16
+#pragma GCC unroll 16
         for (int half = 0; half < 2; ++half) {
             __m256 r[8];
-            #pragma GCC unroll 16
+#pragma GCC unroll 16
             for (int i = 0; i < 8; ++i) {
                 const int64_t row = 8 * half + i;
                 r[i] = row < valid ? W::load8(w + row * k + col) : _mm256_setzero_ps();
             }
             transpose8(r);
-            #pragma GCC unroll 16
+#pragma GCC unroll 16
             for (int i = 0; i < 8; ++i) _mm256_store_ps(panel + (col + i) * 16 + 8 * half, r[i]);
         }
     for (; col < k; ++col)
-        #pragma GCC unroll 16
+#pragma GCC unroll 16
         for (int row = 0; row < 16; ++row) panel[col * 16 + row] = row < valid ? W::one(w + row * k + col) : 0.0f;
 }
 
 template <int RA>
 void panel_tile(const float* panel, int64_t k, const float* x, float* out) {
     __m256 acc[RA][2];
-    #pragma GCC unroll 16
+#pragma GCC unroll 16
     for (int a = 0; a < RA; ++a) acc[a][0] = acc[a][1] = _mm256_setzero_ps();
     for (int64_t c = 0; c < k; ++c) {
         const __m256 w0 = _mm256_load_ps(panel + c * 16), w1 = _mm256_load_ps(panel + c * 16 + 8);
-        #pragma GCC unroll 16
+#pragma GCC unroll 16
         for (int a = 0; a < RA; ++a) {
             const __m256 xv = _mm256_broadcast_ss(x + a * k + c);
             acc[a][0] = _mm256_fmadd_ps(w0, xv, acc[a][0]);
             acc[a][1] = _mm256_fmadd_ps(w1, xv, acc[a][1]);
         }
     }
-    #pragma GCC unroll 16
+#pragma GCC unroll 16
     for (int a = 0; a < RA; ++a) {
         _mm256_store_ps(out + 16 * a, acc[a][0]);
         _mm256_store_ps(out + 16 * a + 8, acc[a][1]);
@@ -130,8 +130,8 @@ template <class X, class W, class Store>
 void panel_gemm(const DenseGemmTask& t, const Store& store) {
     const auto* x = static_cast<const typename X::T*>(t.x);
     const auto* w = static_cast<const typename W::T*>(t.w);
-    float* tile_out = t.scratch;                   // kTileRows x 16
-    float* xbuf = t.scratch + 128;                 // kTileRows x k (bf16 x only)
+    float* tile_out = t.scratch;    // kTileRows x 16
+    float* xbuf = t.scratch + 128;  // kTileRows x k (bf16 x only)
     float* panel = t.scratch + 128 + kTileRows * t.k + 64;
     panel = reinterpret_cast<float*>((reinterpret_cast<uintptr_t>(panel) + 63) & ~static_cast<uintptr_t>(63));
     for (int64_t j = 0; j < t.rows; j += 16) {

@@ -22,15 +22,16 @@ struct Fp8Chunk {
     // 32 bytes (8 rows x 4 columns) -> fp16 words: lane 0 columns 0 | 1, lane 1 columns 2 | 3
     static inline void to_fp16(const uint8_t* p, __m256i& w01, __m256i& w23) {
         // per 128-bit lane: the bytes of columns 0, 1, 2, 3 of the lane's 4 rows, one dword each
-        const __m256i gather = _mm256_setr_epi8(0, 2, 4, 6, 1, 3, 5, 7, 8, 10, 12, 14, 9, 11, 13, 15, 0, 2, 4, 6, 1,
-                                                3, 5, 7, 8, 10, 12, 14, 9, 11, 13, 15);
+        const __m256i gather = _mm256_setr_epi8(0, 2, 4, 6, 1, 3, 5, 7, 8, 10, 12, 14, 9, 11, 13, 15, 0, 2, 4, 6, 1, 3,
+                                                5, 7, 8, 10, 12, 14, 9, 11, 13, 15);
         const __m256i sign = _mm256_set1_epi8(static_cast<char>(0x80));
         __m256i v = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(p));
         // lane 0: columns 0, 1 of rows 0-7 (8 bytes each); lane 1: columns 2, 3
         v = _mm256_permutevar8x32_epi32(_mm256_shuffle_epi8(v, gather), _mm256_setr_epi32(0, 4, 1, 5, 2, 6, 3, 7));
         // e4m3 -> fp16 bytes: sign | eeee mmm shifted right by one bit (value * 2^-8, subnormals too);
         // code 0x7f / 0xff becomes 0x7f80 / 0xff80, an fp16 NaN
-        __m256i hi = _mm256_or_si256(_mm256_and_si256(v, sign), _mm256_and_si256(_mm256_srli_epi16(v, 1), _mm256_set1_epi8(0x3f)));
+        __m256i hi = _mm256_or_si256(_mm256_and_si256(v, sign),
+                                     _mm256_and_si256(_mm256_srli_epi16(v, 1), _mm256_set1_epi8(0x3f)));
         const __m256i nan = _mm256_cmpeq_epi8(_mm256_or_si256(v, sign), _mm256_set1_epi8(-1));
         hi = _mm256_or_si256(hi, _mm256_and_si256(nan, _mm256_set1_epi8(0x40)));
         const __m256i lo = _mm256_and_si256(_mm256_slli_epi16(v, 7), sign);
@@ -57,7 +58,8 @@ struct Fp4Chunk {
     static constexpr float kValueScale = 1.0f / 33554432.0f;  // 2^-25
     // dword r = row r; bytes of lo: columns 0, 4, 1, 5; of hi: columns 2, 6, 3, 7 (packing.h)
     static inline void to_int8(const uint8_t* p, __m256i& lo, __m256i& hi) {
-        const __m256i lut = _mm256_broadcastsi128_si256(_mm_load_si128(reinterpret_cast<const __m128i*>(tables::kE2M1Twice.v)));
+        const __m256i lut =
+            _mm256_broadcastsi128_si256(_mm_load_si128(reinterpret_cast<const __m128i*>(tables::kE2M1Twice.v)));
         const __m256i nib = _mm256_set1_epi8(0x0f);
         const __m256i d = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(p));
         lo = _mm256_shuffle_epi8(lut, _mm256_and_si256(d, nib));
@@ -65,8 +67,8 @@ struct Fp4Chunk {
     }
     static inline __m256i top(int byte) {  // byte `byte` of each dword to its top byte, zeros below
         const char z = static_cast<char>(0x80), b = static_cast<char>(byte);
-        return _mm256_setr_epi8(z, z, z, b, z, z, z, static_cast<char>(4 + b), z, z, z, static_cast<char>(8 + b), z, z, z,
-                                static_cast<char>(12 + b), z, z, z, b, z, z, z, static_cast<char>(4 + b), z, z, z,
+        return _mm256_setr_epi8(z, z, z, b, z, z, z, static_cast<char>(4 + b), z, z, z, static_cast<char>(8 + b), z, z,
+                                z, static_cast<char>(12 + b), z, z, z, b, z, z, z, static_cast<char>(4 + b), z, z, z,
                                 static_cast<char>(8 + b), z, z, z, static_cast<char>(12 + b));
     }
     template <class F>
@@ -113,7 +115,7 @@ void stream_rows(const QuantGemmTask& t, const Chunk& chunk, const Scales& scale
     const uint8_t* codes = t.codes + g * kb_count * Chunk::kBlockBytes;
     for (int64_t kb = 0; kb < kb_count; ++kb) {
         __m256 p[R][2];
-        #pragma GCC unroll 16
+#pragma GCC unroll 16
         for (int r = 0; r < R; ++r) p[r][0] = p[r][1] = _mm256_setzero_ps();
         const uint8_t* block = codes + kb * Chunk::kBlockBytes;
 #pragma GCC unroll 1
@@ -132,10 +134,11 @@ void stream_rows(const QuantGemmTask& t, const Chunk& chunk, const Scales& scale
         const __m256 f = _mm256_set1_ps(Chunk::kValueScale);
         sw0 = _mm256_mul_ps(sw0, f);
         sw1 = _mm256_mul_ps(sw1, f);
-        #pragma GCC unroll 16
-        for (int r = 0; r < R; ++r) scale_into(acc + 16 * r, p[r][0], p[r][1], sw0, sw1, t.act_scales[(i0 + r) * kb_count + kb]);
+#pragma GCC unroll 16
+        for (int r = 0; r < R; ++r)
+            scale_into(acc + 16 * r, p[r][0], p[r][1], sw0, sw1, t.act_scales[(i0 + r) * kb_count + kb]);
     }
-    #pragma GCC unroll 16
+#pragma GCC unroll 16
     for (int r = 0; r < R; ++r) store_rows(t, g, i0 + r, acc + 16 * r);
 }
 
@@ -149,11 +152,11 @@ void panel_tile(const QuantGemmTask& t, const float* panel, const float* sw, int
     for (int e = 0; e < 16 * R; e += 8) _mm256_store_ps(acc + e, _mm256_setzero_ps());
     for (int64_t kb = 0; kb < kb_count; ++kb) {
         __m256 p[R][2];
-        #pragma GCC unroll 16
+#pragma GCC unroll 16
         for (int r = 0; r < R; ++r) p[r][0] = p[r][1] = _mm256_setzero_ps();
         for (int64_t k = kb * 32; k < kb * 32 + 32; ++k) {
             const __m256 w0 = _mm256_load_ps(panel + k * 16), w1 = _mm256_load_ps(panel + k * 16 + 8);
-            #pragma GCC unroll 16
+#pragma GCC unroll 16
             for (int r = 0; r < R; ++r) {
                 const __m256 x = _mm256_broadcast_ss(a + r * t.k + k);
                 p[r][0] = _mm256_fmadd_ps(w0, x, p[r][0]);
@@ -161,10 +164,11 @@ void panel_tile(const QuantGemmTask& t, const float* panel, const float* sw, int
             }
         }
         const __m256 sw0 = _mm256_load_ps(sw + kb * 16), sw1 = _mm256_load_ps(sw + kb * 16 + 8);
-        #pragma GCC unroll 16
-        for (int r = 0; r < R; ++r) scale_into(acc + 16 * r, p[r][0], p[r][1], sw0, sw1, t.act_scales[(i0 + r) * kb_count + kb]);
+#pragma GCC unroll 16
+        for (int r = 0; r < R; ++r)
+            scale_into(acc + 16 * r, p[r][0], p[r][1], sw0, sw1, t.act_scales[(i0 + r) * kb_count + kb]);
     }
-    #pragma GCC unroll 16
+#pragma GCC unroll 16
     for (int r = 0; r < R; ++r) store_rows(t, g, i0 + r, acc + 16 * r);
 }
 

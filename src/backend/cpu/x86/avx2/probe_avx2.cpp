@@ -34,7 +34,7 @@ float fma_loop(int64_t iters) {
         __asm__ volatile("" : "+v"(x));
     }
     __m256 s = acc[0];
-    #pragma GCC unroll 16
+#pragma GCC unroll 16
     for (int j = 1; j < 12; ++j) s = _mm256_add_ps(s, acc[j]);
     alignas(32) float lanes[8];
     _mm256_store_ps(lanes, s);

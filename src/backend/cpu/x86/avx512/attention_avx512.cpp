@@ -24,14 +24,14 @@ inline uint8_t* align64(void* p) {
 template <int RH>
 inline void qk_tile(const uint32_t* kt, int pairs, const uint32_t* q, int64_t q_stride, float* s) {
     __m512 acc[RH][4];
-    #pragma GCC unroll 16
+#pragma GCC unroll 16
     for (int h = 0; h < RH; ++h)
-        #pragma GCC unroll 16
+#pragma GCC unroll 16
         for (int g = 0; g < 4; ++g) acc[h][g] = _mm512_setzero_ps();
     for (int c = 0; c < pairs; ++c) {
         const __m512i k0 = _mm512_load_si512(kt + c * kBlock), k1 = _mm512_load_si512(kt + c * kBlock + 16);
         const __m512i k2 = _mm512_load_si512(kt + c * kBlock + 32), k3 = _mm512_load_si512(kt + c * kBlock + 48);
-        #pragma GCC unroll 16
+#pragma GCC unroll 16
         for (int h = 0; h < RH; ++h) {
             const __m512bh qv = (__m512bh)_mm512_set1_epi32(static_cast<int>(q[h * q_stride + c]));
             acc[h][0] = _mm512_dpbf16_ps(acc[h][0], (__m512bh)k0, qv);
@@ -40,9 +40,9 @@ inline void qk_tile(const uint32_t* kt, int pairs, const uint32_t* q, int64_t q_
             acc[h][3] = _mm512_dpbf16_ps(acc[h][3], (__m512bh)k3, qv);
         }
     }
-    #pragma GCC unroll 16
+#pragma GCC unroll 16
     for (int h = 0; h < RH; ++h)
-        #pragma GCC unroll 16
+#pragma GCC unroll 16
         for (int g = 0; g < 4; ++g) _mm512_store_ps(s + h * kBlock + 16 * g, acc[h][g]);
 }
 
@@ -52,29 +52,29 @@ template <int RH, int NC>
 inline void pv_tile(const uint32_t* kp, int dim, const uint32_t* p, int chunk0, float* acc, int64_t acc_stride,
                     const float* rescale) {
     __m512 bpv[RH][NC];
-    #pragma GCC unroll 16
+#pragma GCC unroll 16
     for (int h = 0; h < RH; ++h)
-        #pragma GCC unroll 16
+#pragma GCC unroll 16
         for (int g = 0; g < NC; ++g) bpv[h][g] = _mm512_setzero_ps();
-    #pragma GCC unroll 16
+#pragma GCC unroll 16
     for (int tp = 0; tp < kBlock / 2; ++tp) {
         const uint32_t* row = kp + tp * dim + chunk0 * 16;
         __m512i v[NC];
-        #pragma GCC unroll 16
+#pragma GCC unroll 16
         for (int g = 0; g < NC; ++g) v[g] = _mm512_load_si512(row + 16 * g);
-        #pragma GCC unroll 16
+#pragma GCC unroll 16
         for (int h = 0; h < RH; ++h) {
             const __m512bh pv = (__m512bh)_mm512_set1_epi32(static_cast<int>(p[h * (kBlock / 2) + tp]));
-            #pragma GCC unroll 16
+#pragma GCC unroll 16
             for (int g = 0; g < NC; ++g) bpv[h][g] = _mm512_dpbf16_ps(bpv[h][g], (__m512bh)v[g], pv);
         }
     }
     // acc = acc * rescale + block_pv, two roundings as in the reference
-    #pragma GCC unroll 16
+#pragma GCC unroll 16
     for (int h = 0; h < RH; ++h) {
         const __m512 r = _mm512_set1_ps(rescale[h]);
         float* a = acc + h * acc_stride + chunk0 * 16;
-        #pragma GCC unroll 16
+#pragma GCC unroll 16
         for (int g = 0; g < NC; ++g)
             _mm512_store_ps(a + 16 * g, _mm512_add_ps(_mm512_mul_ps(_mm512_load_ps(a + 16 * g), r), bpv[h][g]));
     }
@@ -102,7 +102,9 @@ struct QkHeads {
     int64_t q_stride;
     float* s;
     template <int RH>
-    void run(int h) const { qk_tile<RH>(kt, pairs, q + h * q_stride, q_stride, s + h * kBlock); }
+    void run(int h) const {
+        qk_tile<RH>(kt, pairs, q + h * q_stride, q_stride, s + h * kBlock);
+    }
 };
 
 }  // namespace
@@ -141,20 +143,20 @@ void sparse_attn(const SparseAttnTask& t) {
                 rows[r] = j >= 0 ? kv + static_cast<int64_t>(j) * dim : nullptr;
                 if (j >= 0) valid_bits |= uint64_t{1} << r;
             }
-            #pragma GCC unroll 16
+#pragma GCC unroll 16
             for (int g = 0; g < 4; ++g)
                 for (int c0 = 0; c0 < pairs; c0 += 16) {
                     __m512i blk[16];
-                    #pragma GCC unroll 16
+#pragma GCC unroll 16
                     for (int r = 0; r < 16; ++r) {
                         const uint16_t* row = rows[16 * g + r];
                         blk[r] = row ? _mm512_loadu_si512(row + 2 * c0) : _mm512_setzero_si512();
                     }
                     transpose16(blk);
-                    #pragma GCC unroll 16
+#pragma GCC unroll 16
                     for (int c = 0; c < 16; ++c) _mm512_store_si512(kt + (c0 + c) * kBlock + 16 * g, blk[c]);
                 }
-            #pragma GCC unroll 16
+#pragma GCC unroll 16
             for (int tp = 0; tp < kBlock / 2; ++tp) {
                 const uint16_t* r0 = rows[2 * tp];
                 const uint16_t* r1 = rows[2 * tp + 1];
@@ -174,16 +176,17 @@ void sparse_attn(const SparseAttnTask& t) {
             for (int h = 0; h < nh; ++h) {
                 __m512 sv[4];
                 __m512 m = neg_inf;
-                #pragma GCC unroll 16
+#pragma GCC unroll 16
                 for (int g = 0; g < 4; ++g) {
-                    sv[g] = _mm512_mask_mov_ps(neg_inf, valid[g], _mm512_mul_ps(_mm512_load_ps(s + h * kBlock + 16 * g), scale));
+                    sv[g] = _mm512_mask_mov_ps(neg_inf, valid[g],
+                                               _mm512_mul_ps(_mm512_load_ps(s + h * kBlock + 16 * g), scale));
                     m = _mm512_max_ps(m, sv[g]);
                 }
                 const float block_max = _mm512_reduce_max_ps(m);
                 const float new_max = running_max[h] > block_max ? running_max[h] : block_max;
                 const __m512 nm = _mm512_set1_ps(new_max);
                 __m512 sum = _mm512_setzero_ps();
-                #pragma GCC unroll 16
+#pragma GCC unroll 16
                 for (int g = 0; g < 4; ++g) {
                     const __m512 e = exp_ps(_mm512_sub_ps(sv[g], nm));
                     sum = _mm512_add_ps(sum, e);
@@ -202,13 +205,16 @@ void sparse_attn(const SparseAttnTask& t) {
         const __m512i first = _mm512_setr_epi64(0, 1, 8, 9, 2, 3, 10, 11);
         const __m512i second = _mm512_setr_epi64(4, 5, 12, 13, 6, 7, 14, 15);
         for (int h = 0; h < nh; ++h) {
-            const float total = sum_exp[h] + _mm512_cvtss_f32(exp_ps(_mm512_set1_ps(t.sink[t.h0 + h] - running_max[h])));
+            const float total =
+                sum_exp[h] + _mm512_cvtss_f32(exp_ps(_mm512_set1_ps(t.sink[t.h0 + h] - running_max[h])));
             const __m512 denom = _mm512_set1_ps(total);
             auto* o = reinterpret_cast<uint16_t*>(t.out + (i * t.heads + t.h0 + h) * dim);
             for (int d = 0; d < dim; d += 32) {
                 const __m512 lo = _mm512_load_ps(acc + h * dim + d), hi = _mm512_load_ps(acc + h * dim + d + 16);
-                const __m512 o0 = _mm512_castsi512_ps(_mm512_permutex2var_epi64(_mm512_castps_si512(lo), first, _mm512_castps_si512(hi)));
-                const __m512 o1 = _mm512_castsi512_ps(_mm512_permutex2var_epi64(_mm512_castps_si512(lo), second, _mm512_castps_si512(hi)));
+                const __m512 o0 = _mm512_castsi512_ps(
+                    _mm512_permutex2var_epi64(_mm512_castps_si512(lo), first, _mm512_castps_si512(hi)));
+                const __m512 o1 = _mm512_castsi512_ps(
+                    _mm512_permutex2var_epi64(_mm512_castps_si512(lo), second, _mm512_castps_si512(hi)));
                 _mm256_storeu_si256(reinterpret_cast<__m256i*>(o + d), to_bf16(_mm512_div_ps(o0, denom)));
                 _mm256_storeu_si256(reinterpret_cast<__m256i*>(o + d + 16), to_bf16(_mm512_div_ps(o1, denom)));
             }
@@ -224,14 +230,15 @@ void index_scores(const IndexScoresTask& t) {
     const __m512 zero = _mm512_setzero_ps();
     for (int64_t j0 = t.j0; j0 < t.j1; j0 += kBlock) {
         const int bn = t.j1 - j0 < kBlock ? static_cast<int>(t.j1 - j0) : kBlock;
-        #pragma GCC unroll 16
+#pragma GCC unroll 16
         for (int g = 0; g < 4; ++g) {
             const int valid = bn - 16 * g;
             for (int c0 = 0; c0 < pairs; c0 += 16) {
                 __m512i blk[16];
                 if (valid > 0) load_pairs_transposed(keys + (j0 + 16 * g) * dim + 2 * c0, dim, valid, blk);
-                else for (auto& b : blk) b = _mm512_setzero_si512();
-                #pragma GCC unroll 16
+                else
+                    for (auto& b : blk) b = _mm512_setzero_si512();
+#pragma GCC unroll 16
                 for (int c = 0; c < 16; ++c) _mm512_store_si512(kt + (c0 + c) * kBlock + 16 * g, blk[c]);
             }
         }
@@ -241,13 +248,14 @@ void index_scores(const IndexScoresTask& t) {
             for (int h = 0; h < t.heads; h += 2) {
                 const int nh = t.heads - h >= 2 ? 2 : 1;
                 __m512 acc[2][4];
-                #pragma GCC unroll 16
+#pragma GCC unroll 16
                 for (int a = 0; a < 2; ++a)
-                    #pragma GCC unroll 16
+#pragma GCC unroll 16
                     for (int g = 0; g < 4; ++g) acc[a][g] = zero;
                 for (int c = 0; c < pairs; ++c) {
                     const __m512i k0 = _mm512_load_si512(kt + c * kBlock), k1 = _mm512_load_si512(kt + c * kBlock + 16);
-                    const __m512i k2 = _mm512_load_si512(kt + c * kBlock + 32), k3 = _mm512_load_si512(kt + c * kBlock + 48);
+                    const __m512i k2 = _mm512_load_si512(kt + c * kBlock + 32),
+                                  k3 = _mm512_load_si512(kt + c * kBlock + 48);
                     for (int a = 0; a < nh; ++a) {
                         const __m512bh qv = (__m512bh)_mm512_set1_epi32(static_cast<int>(q[(h + a) * pairs + c]));
                         acc[a][0] = _mm512_dpbf16_ps(acc[a][0], (__m512bh)k0, qv);
@@ -262,14 +270,14 @@ void index_scores(const IndexScoresTask& t) {
                     float wf;
                     __builtin_memcpy(&wf, &wbits, 4);
                     const __m512 wv = _mm512_set1_ps(wf);
-                    #pragma GCC unroll 16
+#pragma GCC unroll 16
                     for (int g = 0; g < 4; ++g) {
                         const __m512 relu = _mm512_max_ps(zero, round_bf16(acc[a][g]));  // NaN passes
                         total[g] = _mm512_add_ps(total[g], round_bf16(_mm512_mul_ps(relu, wv)));
                     }
                 }
             }
-            #pragma GCC unroll 16
+#pragma GCC unroll 16
             for (int g = 0; g < 4; ++g) {
                 const int valid = bn - 16 * g;
                 if (valid <= 0) break;

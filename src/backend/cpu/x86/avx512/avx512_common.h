@@ -16,8 +16,8 @@ inline __m256i to_bf16(__m512 v) {
     const __m512i u = _mm512_castps_si512(v);
     const __m512i lsb = _mm512_and_si512(_mm512_srli_epi32(u, 16), _mm512_set1_epi32(1));
     __m512i r = _mm512_srli_epi32(_mm512_add_epi32(u, _mm512_add_epi32(lsb, _mm512_set1_epi32(0x7fff))), 16);
-    const __mmask16 nan = _mm512_cmpgt_epu32_mask(_mm512_and_si512(u, _mm512_set1_epi32(0x7fffffff)),
-                                                  _mm512_set1_epi32(0x7f800000));
+    const __mmask16 nan =
+        _mm512_cmpgt_epu32_mask(_mm512_and_si512(u, _mm512_set1_epi32(0x7fffffff)), _mm512_set1_epi32(0x7f800000));
     r = _mm512_mask_mov_epi32(r, nan, _mm512_or_si512(_mm512_srli_epi32(u, 16), _mm512_set1_epi32(0x40)));
     return _mm512_cvtepi32_epi16(r);
 }
@@ -29,10 +29,10 @@ inline __m512 from_bf16(__m256i v) { return _mm512_castsi512_ps(_mm512_slli_epi3
 inline __m512 e8m0_to_ps(__m128i bytes) {
     const __m512i b = _mm512_cvtepu8_epi32(bytes);
     __m512i bits = _mm512_slli_epi32(b, 23);
-    bits = _mm512_mask_mov_epi32(bits, _mm512_cmpeq_epi32_mask(b, _mm512_setzero_si512()),
-                                 _mm512_set1_epi32(0x00400000));
-    bits = _mm512_mask_mov_epi32(bits, _mm512_cmpeq_epi32_mask(b, _mm512_set1_epi32(255)),
-                                 _mm512_set1_epi32(0x7fc00000));
+    bits =
+        _mm512_mask_mov_epi32(bits, _mm512_cmpeq_epi32_mask(b, _mm512_setzero_si512()), _mm512_set1_epi32(0x00400000));
+    bits =
+        _mm512_mask_mov_epi32(bits, _mm512_cmpeq_epi32_mask(b, _mm512_set1_epi32(255)), _mm512_set1_epi32(0x7fc00000));
     return _mm512_castsi512_ps(bits);
 }
 
@@ -61,12 +61,12 @@ struct Fp8ToBf16 {
 // Transpose a 16x16 matrix of dwords held in 16 registers (row r in r[r]) in place.
 inline void transpose16(__m512i (&r)[16]) {
     __m512i t[16];
-    #pragma GCC unroll 16
+#pragma GCC unroll 16
     for (int i = 0; i < 16; i += 2) {
         t[i] = _mm512_unpacklo_epi32(r[i], r[i + 1]);
         t[i + 1] = _mm512_unpackhi_epi32(r[i], r[i + 1]);
     }
-    #pragma GCC unroll 16
+#pragma GCC unroll 16
     for (int i = 0; i < 16; i += 4) {
         r[i] = _mm512_unpacklo_epi64(t[i], t[i + 2]);
         r[i + 1] = _mm512_unpackhi_epi64(t[i], t[i + 2]);
@@ -74,14 +74,14 @@ inline void transpose16(__m512i (&r)[16]) {
         r[i + 3] = _mm512_unpackhi_epi64(t[i + 1], t[i + 3]);
     }
     // r[4a + b] now holds, in 128-bit lane L, element b of rows 4L'.. for column block a: combine lanes.
-    #pragma GCC unroll 16
+#pragma GCC unroll 16
     for (int i = 0; i < 4; ++i) {
         t[i] = _mm512_shuffle_i32x4(r[i], r[i + 4], 0x88);
         t[i + 4] = _mm512_shuffle_i32x4(r[i], r[i + 4], 0xdd);
         t[i + 8] = _mm512_shuffle_i32x4(r[i + 8], r[i + 12], 0x88);
         t[i + 12] = _mm512_shuffle_i32x4(r[i + 8], r[i + 12], 0xdd);
     }
-    #pragma GCC unroll 16
+#pragma GCC unroll 16
     for (int i = 0; i < 4; ++i) {
         r[i] = _mm512_shuffle_i32x4(t[i], t[i + 8], 0x88);
         r[i + 8] = _mm512_shuffle_i32x4(t[i], t[i + 8], 0xdd);
@@ -126,7 +126,7 @@ inline __m512 round_bf16(__m512 v) {
 // 16 rows x 32 bf16 (64 bytes each, row r at base + r * stride elements; rows >= valid read as zero)
 // transposed so out[c] holds the column pair (2c, 2c + 1) of row r in lane r.
 inline void load_pairs_transposed(const uint16_t* base, int64_t stride, int valid, __m512i (&out)[16]) {
-    #pragma GCC unroll 16
+#pragma GCC unroll 16
     for (int r = 0; r < 16; ++r) out[r] = r < valid ? _mm512_loadu_si512(base + r * stride) : _mm512_setzero_si512();
     transpose16(out);
 }

@@ -37,26 +37,27 @@ template <int RA>
 void gemv_bf16_tile(const DenseGemmTask& t, const uint16_t* const (&wr)[4], int64_t i0, float (&res)[4][4]) {
     const auto* x = static_cast<const uint16_t*>(t.x) + i0 * t.k;
     __m512 acc[4][RA];
-    #pragma GCC unroll 16
+#pragma GCC unroll 16
     for (int r = 0; r < 4; ++r)
-        #pragma GCC unroll 16
+#pragma GCC unroll 16
         for (int a = 0; a < RA; ++a) acc[r][a] = _mm512_setzero_ps();
     for (int64_t col = 0; col < t.k; col += 32) {
         const int64_t left = t.k - col;
-        const __mmask32 m = left >= 32 ? static_cast<__mmask32>(0xffffffffu) : static_cast<__mmask32>((1u << left) - 1u);
+        const __mmask32 m =
+            left >= 32 ? static_cast<__mmask32>(0xffffffffu) : static_cast<__mmask32>((1u << left) - 1u);
         __m512i xv[RA];
-        #pragma GCC unroll 16
+#pragma GCC unroll 16
         for (int a = 0; a < RA; ++a) xv[a] = _mm512_maskz_loadu_epi16(m, x + a * t.k + col);
-        #pragma GCC unroll 16
+#pragma GCC unroll 16
         for (int r = 0; r < 4; ++r) {
             const __m512i wv = _mm512_maskz_loadu_epi16(m, wr[r] + col);
-            #pragma GCC unroll 16
+#pragma GCC unroll 16
             for (int a = 0; a < RA; ++a) acc[r][a] = _mm512_dpbf16_ps(acc[r][a], (__m512bh)wv, (__m512bh)xv[a]);
         }
     }
-    #pragma GCC unroll 16
+#pragma GCC unroll 16
     for (int r = 0; r < 4; ++r)
-        #pragma GCC unroll 16
+#pragma GCC unroll 16
         for (int a = 0; a < RA; ++a) res[r][a] = hsum(acc[r][a]);
 }
 
@@ -64,25 +65,25 @@ template <class W, int RA>
 void gemv_f32_tile(const DenseGemmTask& t, const void* const (&wr)[4], int64_t i0, float (&res)[4][4]) {
     const auto* x = static_cast<const float*>(t.x) + i0 * t.k;
     __m512 acc[4][RA];
-    #pragma GCC unroll 16
+#pragma GCC unroll 16
     for (int r = 0; r < 4; ++r)
-        #pragma GCC unroll 16
+#pragma GCC unroll 16
         for (int a = 0; a < RA; ++a) acc[r][a] = _mm512_setzero_ps();
     for (int64_t col = 0; col < t.k; col += 16) {
         const __mmask16 m = lane_mask(t.k - col);
         __m512 xv[RA];
-        #pragma GCC unroll 16
+#pragma GCC unroll 16
         for (int a = 0; a < RA; ++a) xv[a] = _mm512_maskz_loadu_ps(m, x + a * t.k + col);
-        #pragma GCC unroll 16
+#pragma GCC unroll 16
         for (int r = 0; r < 4; ++r) {
             const __m512 wv = W::load16(wr[r], col, m);
-            #pragma GCC unroll 16
+#pragma GCC unroll 16
             for (int a = 0; a < RA; ++a) acc[r][a] = _mm512_fmadd_ps(wv, xv[a], acc[r][a]);
         }
     }
-    #pragma GCC unroll 16
+#pragma GCC unroll 16
     for (int r = 0; r < 4; ++r)
-        #pragma GCC unroll 16
+#pragma GCC unroll 16
         for (int a = 0; a < RA; ++a) res[r][a] = hsum(acc[r][a]);
 }
 
@@ -92,7 +93,7 @@ void gemv(const DenseGemmTask& t, int64_t w_elem_bytes, const Tile& tile, const 
     const auto* w = static_cast<const uint8_t*>(t.w);
     for (int64_t j = 0; j < t.rows; j += 4) {
         const void* wr[4];
-        #pragma GCC unroll 16
+#pragma GCC unroll 16
         for (int r = 0; r < 4; ++r) wr[r] = w + (j + r < t.rows ? j + r : t.rows - 1) * t.k * w_elem_bytes;
         for (int64_t i = 0; i < t.n; i += 4) {
             float res[4][4];
@@ -109,10 +110,10 @@ void gemv(const DenseGemmTask& t, int64_t w_elem_bytes, const Tile& tile, const 
 inline void build_bf16_panel(const uint16_t* w, int64_t k, int64_t valid, __m512i* panel) {
     for (int64_t col = 0; col < k; col += 32) {
         __m512i blk[16];
-        #pragma GCC unroll 16
+#pragma GCC unroll 16
         for (int r = 0; r < 16; ++r) blk[r] = r < valid ? _mm512_loadu_si512(w + r * k + col) : _mm512_setzero_si512();
         transpose16(blk);
-        #pragma GCC unroll 16
+#pragma GCC unroll 16
         for (int c = 0; c < 16; ++c) _mm512_store_si512(panel + col / 2 + c, blk[c]);
     }
 }
@@ -122,19 +123,21 @@ template <class W>
 inline void build_f32_panel(const uint8_t* w, int64_t row_bytes, int64_t k, int64_t valid, __m512* panel) {
     for (int64_t col = 0; col < k; col += 16) {
         __m512i blk[16];
-        #pragma GCC unroll 16
+#pragma GCC unroll 16
         for (int r = 0; r < 16; ++r)
-            blk[r] = r < valid ? _mm512_castps_si512(W::load16(w + r * row_bytes, col, 0xffff)) : _mm512_setzero_si512();
+            blk[r] =
+                r < valid ? _mm512_castps_si512(W::load16(w + r * row_bytes, col, 0xffff)) : _mm512_setzero_si512();
         transpose16(blk);
-        #pragma GCC unroll 16
+#pragma GCC unroll 16
         for (int c = 0; c < 16; ++c) _mm512_store_ps(panel + col + c, _mm512_castsi512_ps(blk[c]));
     }
 }
 
 // R activation rows over the whole panel, accumulators in registers (R independent chains).
 template <int R>
-inline void bf16_panel_tile(const __m512i* panel, int64_t pairs, const uint32_t* x, int64_t x_stride, __m512 (&acc)[8]) {
-    #pragma GCC unroll 16
+inline void bf16_panel_tile(const __m512i* panel, int64_t pairs, const uint32_t* x, int64_t x_stride,
+                            __m512 (&acc)[8]) {
+#pragma GCC unroll 16
     for (int r = 0; r < R; ++r) acc[r] = _mm512_setzero_ps();
     for (int64_t c = 0; c < pairs; c += 4) {
 #pragma GCC unroll 4
@@ -150,7 +153,7 @@ inline void bf16_panel_tile(const __m512i* panel, int64_t pairs, const uint32_t*
 
 template <int R>
 inline void f32_panel_tile(const __m512* panel, int64_t k, const float* x, int64_t x_stride, __m512 (&acc)[8]) {
-    #pragma GCC unroll 16
+#pragma GCC unroll 16
     for (int r = 0; r < R; ++r) acc[r] = _mm512_setzero_ps();
     for (int64_t c = 0; c < k; c += 4) {
 #pragma GCC unroll 4
@@ -187,14 +190,18 @@ struct Bf16Tile {
     int64_t pairs;
     const uint32_t* x;
     template <int R>
-    void run(int64_t i, __m512 (&acc)[8]) const { bf16_panel_tile<R>(panel, pairs, x + i * pairs, pairs, acc); }
+    void run(int64_t i, __m512 (&acc)[8]) const {
+        bf16_panel_tile<R>(panel, pairs, x + i * pairs, pairs, acc);
+    }
 };
 struct F32Tile {
     const __m512* panel;
     int64_t k;
     const float* x;
     template <int R>
-    void run(int64_t i, __m512 (&acc)[8]) const { f32_panel_tile<R>(panel, k, x + i * k, k, acc); }
+    void run(int64_t i, __m512 (&acc)[8]) const {
+        f32_panel_tile<R>(panel, k, x + i * k, k, acc);
+    }
 };
 
 }  // namespace
@@ -216,7 +223,7 @@ void gemm_bf16(const DenseGemmTask& t) {
     }
     gemv(
         t, 2,
-        [&](const void* const (&wr)[4], int64_t i0, int64_t left, float (&res)[4][4]) {
+        [&](const void* const(&wr)[4], int64_t i0, int64_t left, float(&res)[4][4]) {
             const uint16_t* const rows[4] = {static_cast<const uint16_t*>(wr[0]), static_cast<const uint16_t*>(wr[1]),
                                              static_cast<const uint16_t*>(wr[2]), static_cast<const uint16_t*>(wr[3])};
             if (left >= 4) gemv_bf16_tile<4>(t, rows, i0, res);
@@ -240,13 +247,15 @@ void gemm_f32_any(const DenseGemmTask& t, int64_t w_elem_bytes) {
             const int64_t valid = t.rows - j < 16 ? t.rows - j : 16;
             build_f32_panel<W>(w + j * t.k * w_elem_bytes, t.k * w_elem_bytes, t.k, valid, panel);
             panel_rows(t.n, j, lane_mask(valid), F32Tile{panel, t.k, static_cast<const float*>(t.x)},
-                       [&](int64_t i, int64_t jj, __mmask16 mask, __m512 v) { _mm512_mask_storeu_ps(out + i * t.ldo + jj, mask, v); });
+                       [&](int64_t i, int64_t jj, __mmask16 mask, __m512 v) {
+                           _mm512_mask_storeu_ps(out + i * t.ldo + jj, mask, v);
+                       });
         }
         return;
     }
     gemv(
         t, w_elem_bytes,
-        [&](const void* const (&wr)[4], int64_t i0, int64_t left, float (&res)[4][4]) {
+        [&](const void* const(&wr)[4], int64_t i0, int64_t left, float(&res)[4][4]) {
             if (left >= 4) gemv_f32_tile<W, 4>(t, wr, i0, res);
             else if (left == 3) gemv_f32_tile<W, 3>(t, wr, i0, res);
             else if (left == 2) gemv_f32_tile<W, 2>(t, wr, i0, res);

@@ -53,13 +53,13 @@ void stream_rows(const QuantGemmTask& t, const Chunks& chunks, const Scales& sca
     const float* sa = t.act_scales + i0 * kb_count;
     const uint8_t* codes = t.codes + g * kb_count * Chunks::kBlockBytes;
     __m512 acc[R];
-    #pragma GCC unroll 16
+#pragma GCC unroll 16
     for (int r = 0; r < R; ++r) acc[r] = _mm512_setzero_ps();
     for (int64_t kb = 0; kb < kb_count; ++kb) {
         __m512 p[R][C];
-        #pragma GCC unroll 16
+#pragma GCC unroll 16
         for (int r = 0; r < R; ++r)
-            #pragma GCC unroll 16
+#pragma GCC unroll 16
             for (int c = 0; c < C; ++c) p[r][c] = _mm512_setzero_ps();
         const uint8_t* block = codes + kb * Chunks::kBlockBytes;
 #pragma GCC unroll 8
@@ -77,13 +77,13 @@ void stream_rows(const QuantGemmTask& t, const Chunks& chunks, const Scales& sca
 #pragma GCC unroll 8
         for (int r = 0; r < R; ++r) {
             __m512 partial = p[r][0];
-            #pragma GCC unroll 16
+#pragma GCC unroll 16
             for (int c = 1; c < C; ++c) partial = _mm512_add_ps(partial, p[r][c]);
             acc[r] = _mm512_fmadd_ps(partial, _mm512_mul_ps(sw, _mm512_set1_ps(sa[r * kb_count + kb])), acc[r]);
         }
     }
     const __mmask16 mask = lane_mask(t.rows - g * 16);
-    #pragma GCC unroll 16
+#pragma GCC unroll 16
     for (int r = 0; r < R; ++r) store_row(t.out + (i0 + r) * t.ldo + g * 16, mask, acc[r]);
 }
 
@@ -94,11 +94,11 @@ template <int R>
 void panel_tile(const __m512i* panel, const __m512* sw, int64_t kb_count, const uint32_t* a, int64_t a_stride,
                 const float* sa, int64_t sa_stride, bf16* out, int64_t ldo, __mmask16 mask) {
     __m512 acc[R];
-    #pragma GCC unroll 16
+#pragma GCC unroll 16
     for (int r = 0; r < R; ++r) acc[r] = _mm512_setzero_ps();
     for (int64_t kb = 0; kb < kb_count; ++kb) {
         __m512 p[R];
-        #pragma GCC unroll 16
+#pragma GCC unroll 16
         for (int r = 0; r < R; ++r) p[r] = _mm512_setzero_ps();
         const __m512i* w = panel + kb * 16;
         const uint32_t* ak = a + kb * 16;
@@ -113,7 +113,7 @@ void panel_tile(const __m512i* panel, const __m512* sw, int64_t kb_count, const 
         for (int r = 0; r < R; ++r)
             acc[r] = _mm512_fmadd_ps(p[r], _mm512_mul_ps(s, _mm512_set1_ps(sa[r * sa_stride + kb])), acc[r]);
     }
-    #pragma GCC unroll 16
+#pragma GCC unroll 16
     for (int r = 0; r < R; ++r) store_row(out + r * ldo, mask, acc[r]);
 }
 
@@ -125,7 +125,7 @@ void panel_group(const QuantGemmTask& t, const Chunks& chunks, const Scales& sca
     auto* sw = reinterpret_cast<__m512*>(panel + kb_count * 16);
     const uint8_t* codes = t.codes + g * kb_count * Chunks::kBlockBytes;
     for (int64_t kb = 0; kb < kb_count; ++kb) {
-        #pragma GCC unroll 16
+#pragma GCC unroll 16
         for (int ch = 0; ch < Chunks::kChunks; ++ch)
             chunks.decode(codes + kb * Chunks::kBlockBytes + 64 * ch, panel + kb * 16 + Chunks::kVectors * ch);
         sw[kb] = scale_of(g, kb);
@@ -134,15 +134,37 @@ void panel_group(const QuantGemmTask& t, const Chunks& chunks, const Scales& sca
     bf16* out = t.out + g * 16;
     int64_t i = 0;
     for (; i + 8 <= t.n; i += 8)
-        panel_tile<8>(panel, sw, kb_count, acts + i * a_stride, a_stride, t.act_scales + i * kb_count, kb_count, out + i * t.ldo, t.ldo, mask);
+        panel_tile<8>(panel, sw, kb_count, acts + i * a_stride, a_stride, t.act_scales + i * kb_count, kb_count,
+                      out + i * t.ldo, t.ldo, mask);
     switch (t.n - i) {
-        case 7: panel_tile<7>(panel, sw, kb_count, acts + i * a_stride, a_stride, t.act_scales + i * kb_count, kb_count, out + i * t.ldo, t.ldo, mask); break;
-        case 6: panel_tile<6>(panel, sw, kb_count, acts + i * a_stride, a_stride, t.act_scales + i * kb_count, kb_count, out + i * t.ldo, t.ldo, mask); break;
-        case 5: panel_tile<5>(panel, sw, kb_count, acts + i * a_stride, a_stride, t.act_scales + i * kb_count, kb_count, out + i * t.ldo, t.ldo, mask); break;
-        case 4: panel_tile<4>(panel, sw, kb_count, acts + i * a_stride, a_stride, t.act_scales + i * kb_count, kb_count, out + i * t.ldo, t.ldo, mask); break;
-        case 3: panel_tile<3>(panel, sw, kb_count, acts + i * a_stride, a_stride, t.act_scales + i * kb_count, kb_count, out + i * t.ldo, t.ldo, mask); break;
-        case 2: panel_tile<2>(panel, sw, kb_count, acts + i * a_stride, a_stride, t.act_scales + i * kb_count, kb_count, out + i * t.ldo, t.ldo, mask); break;
-        case 1: panel_tile<1>(panel, sw, kb_count, acts + i * a_stride, a_stride, t.act_scales + i * kb_count, kb_count, out + i * t.ldo, t.ldo, mask); break;
+        case 7:
+            panel_tile<7>(panel, sw, kb_count, acts + i * a_stride, a_stride, t.act_scales + i * kb_count, kb_count,
+                          out + i * t.ldo, t.ldo, mask);
+            break;
+        case 6:
+            panel_tile<6>(panel, sw, kb_count, acts + i * a_stride, a_stride, t.act_scales + i * kb_count, kb_count,
+                          out + i * t.ldo, t.ldo, mask);
+            break;
+        case 5:
+            panel_tile<5>(panel, sw, kb_count, acts + i * a_stride, a_stride, t.act_scales + i * kb_count, kb_count,
+                          out + i * t.ldo, t.ldo, mask);
+            break;
+        case 4:
+            panel_tile<4>(panel, sw, kb_count, acts + i * a_stride, a_stride, t.act_scales + i * kb_count, kb_count,
+                          out + i * t.ldo, t.ldo, mask);
+            break;
+        case 3:
+            panel_tile<3>(panel, sw, kb_count, acts + i * a_stride, a_stride, t.act_scales + i * kb_count, kb_count,
+                          out + i * t.ldo, t.ldo, mask);
+            break;
+        case 2:
+            panel_tile<2>(panel, sw, kb_count, acts + i * a_stride, a_stride, t.act_scales + i * kb_count, kb_count,
+                          out + i * t.ldo, t.ldo, mask);
+            break;
+        case 1:
+            panel_tile<1>(panel, sw, kb_count, acts + i * a_stride, a_stride, t.act_scales + i * kb_count, kb_count,
+                          out + i * t.ldo, t.ldo, mask);
+            break;
         default: break;
     }
 }
@@ -174,7 +196,8 @@ void run(const QuantGemmTask& t, const Chunks& chunks, const Scales& scale_of) {
 
 void gemm_fp8(const QuantGemmTask& t) {
     const int64_t kb_count = t.k / 32;
-    run(t, Fp8Chunks{}, [&](int64_t g, int64_t kb) { return _mm512_set1_ps(e8m0_to_float(t.scales[g * kb_count + kb])); });
+    run(t, Fp8Chunks{},
+        [&](int64_t g, int64_t kb) { return _mm512_set1_ps(e8m0_to_float(t.scales[g * kb_count + kb])); });
 }
 
 void gemm_fp4(const QuantGemmTask& t) {

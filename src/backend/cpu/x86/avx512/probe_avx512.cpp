@@ -17,7 +17,8 @@ uint64_t read_stream(const uint8_t* p, size_t bytes) {
         a2 = _mm512_add_epi64(a2, _mm512_load_si512(p + i + 128));
         a3 = _mm512_add_epi64(a3, _mm512_load_si512(p + i + 192));
     }
-    return static_cast<uint64_t>(_mm512_reduce_add_epi64(_mm512_add_epi64(_mm512_add_epi64(a0, a1), _mm512_add_epi64(a2, a3))));
+    return static_cast<uint64_t>(
+        _mm512_reduce_add_epi64(_mm512_add_epi64(_mm512_add_epi64(a0, a1), _mm512_add_epi64(a2, a3))));
 }
 
 // 12 independent accumulators hide the latency; the empty asm keeps the loop from being folded.
@@ -32,7 +33,7 @@ float fma_loop(int64_t iters) {
         __asm__ volatile("" : "+v"(x));
     }
     __m512 s = acc[0];
-    #pragma GCC unroll 16
+#pragma GCC unroll 16
     for (int j = 1; j < 12; ++j) s = _mm512_add_ps(s, acc[j]);
     return _mm512_reduce_add_ps(s);
 }
@@ -48,7 +49,7 @@ float dot_loop(int64_t iters) {
         __asm__ volatile("" : "+v"(x));
     }
     __m512 s = acc[0];
-    #pragma GCC unroll 16
+#pragma GCC unroll 16
     for (int j = 1; j < 12; ++j) s = _mm512_add_ps(s, acc[j]);
     return _mm512_reduce_add_ps(s);
 }

@@ -22,12 +22,12 @@ inline __m128i to_e4m3(__m512 v) {
     const __m512i rounded = _mm512_add_epi32(abs_bits, _mm512_add_epi32(lsb, _mm512_set1_epi32(0x7ffff)));
     __m512i code = _mm512_sub_epi32(_mm512_srli_epi32(rounded, 20), _mm512_set1_epi32(120 << 3));
     // subnormal (a < 2^-6): m = nearest-even integer of a * 2^9
-    const __m512 scaled = _mm512_roundscale_ps(_mm512_mul_ps(a, _mm512_set1_ps(512.0f)),
-                                               _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);
+    const __m512 scaled =
+        _mm512_roundscale_ps(_mm512_mul_ps(a, _mm512_set1_ps(512.0f)), _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);
     const __mmask16 small = _mm512_cmp_ps_mask(a, _mm512_set1_ps(0.015625f), _CMP_LT_OQ);
     code = _mm512_mask_mov_epi32(code, small, _mm512_cvttps_epi32(scaled));
-    code = _mm512_mask_mov_epi32(code, _mm512_cmp_ps_mask(a, _mm512_set1_ps(448.0f), _CMP_GE_OQ),
-                                 _mm512_set1_epi32(0x7e));
+    code =
+        _mm512_mask_mov_epi32(code, _mm512_cmp_ps_mask(a, _mm512_set1_ps(448.0f), _CMP_GE_OQ), _mm512_set1_epi32(0x7e));
     code = _mm512_or_si512(code, sign);
     code = _mm512_mask_mov_epi32(code, _mm512_cmp_ps_mask(v, v, _CMP_UNORD_Q), _mm512_set1_epi32(0x7f));
     return _mm512_cvtepi32_epi8(code);
@@ -50,7 +50,7 @@ inline void quant_group(const uint16_t* x, uint8_t* codes, uint8_t* scale) {
     const uint32_t b = ((p >> 23) & 0xffu) + ((p & 0x7fffffu) != 0 ? 1u : 0u);
     *scale = static_cast<uint8_t>(b);
     if (b == 255) {  // amax infinite: the scale is NaN and every code the NaN code
-        #pragma GCC unroll 16
+#pragma GCC unroll 16
         for (int j = 0; j < 32; ++j) codes[j] = 0x7f;
         return;
     }
