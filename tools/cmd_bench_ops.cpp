@@ -44,7 +44,9 @@ struct Machine {
 struct Result {
     std::string kernel, weight;
     int64_t rows = 0, cols = 0, n = 0;
-    double bytes = 0, flops = 0, seconds = 0, peak = 0, read_gbps = 0;  // limits measured next to this case
+    double bytes = 0, flops = 0, seconds = 0;
+    double peak = 0, read_gbps = 0;     // limits measured around this case's samples (medians)
+    double frac_bw = 0, frac_peak = 0;  // medians of the per-sample ratios
     const char* peak_name = "";
     double gbps() const { return bytes / seconds / 1e9; }
     double gflops() const { return flops / seconds / 1e9; }
@@ -221,24 +223,43 @@ void add_bf16(std::vector<Bench>& out, const std::string& name, int64_t rows, in
     out.push_back(std::move(b));
 }
 
-// Median seconds per call; each sample continues the cycle through the copies (least recently used first).
-double time_calls(Bench& b, int64_t n, int iters, size_t* next) {
+// One timed case: every sample (a run of calls continuing the cycle through the copies, least recently
+// used first) is taken between two measurements of the machine limits, so load from other processes
+// that changes during the run affects both sides of each ratio alike.
+struct Timing {
+    double seconds, read_gbps, peak_gflops, frac_bw, frac_peak;
+};
+
+Timing time_case(Bench& b, int64_t n, int iters, size_t* next, const std::function<double()>& read_gbps,
+                 const std::function<double()>& peak_gflops, double bytes, double flops) {
     auto t0 = Clock::now();
     b.run(*next, n);  // warm-up, also the estimate of one call
     *next = (*next + 1) % b.copies;
     const double estimate = std::max(elapsed(t0), 1e-6);
     const size_t calls = std::min(b.copies, std::max<size_t>(3, static_cast<size_t>(0.3 / estimate)));
-    std::vector<double> samples;
+    std::vector<double> seconds, bws, peaks, frac_bw, frac_peak;
+    double bw = read_gbps(), peak = peak_gflops();
     for (int it = 0; it < iters; ++it) {
         t0 = Clock::now();
         for (size_t c = 0; c < calls; ++c) {
             b.run(*next, n);
             *next = (*next + 1) % b.copies;
         }
-        samples.push_back(elapsed(t0) / static_cast<double>(calls));
+        const double s = elapsed(t0) / static_cast<double>(calls);
+        const double bw_after = read_gbps(), peak_after = peak_gflops();
+        const double bw_mid = 0.5 * (bw + bw_after), peak_mid = 0.5 * (peak + peak_after);
+        seconds.push_back(s);
+        bws.push_back(bw_mid);
+        peaks.push_back(peak_mid);
+        frac_bw.push_back(bytes / s / 1e9 / bw_mid);
+        frac_peak.push_back(flops / s / 1e9 / peak_mid);
+        bw = bw_after, peak = peak_after;
     }
-    std::sort(samples.begin(), samples.end());
-    return samples[samples.size() / 2];
+    auto median = [](std::vector<double> v) {
+        std::sort(v.begin(), v.end());
+        return v[v.size() / 2];
+    };
+    return {median(seconds), median(bws), median(peaks), median(frac_bw), median(frac_peak)};
 }
 
 std::string json_escape(const std::string& s) {
@@ -309,10 +330,13 @@ int run_bench(const Options& o) {
             fmt::print(stderr, "[{}/{}] {} {} {}x{} n={} ({} copies, {:.2f} GiB)\n", ++step, steps, b.kernel, b.weight,
                        b.rows, b.cols, n, b.copies, b.copies * b.bytes_per_call / (1u << 30));
             Result r{b.kernel, b.weight, b.rows, b.cols, n, b.bytes_per_call, 2.0 * n * b.rows * b.cols};
-            const double bw_before = read_gbps(), peak_before = peak_gflops(b.bf16_dot_peak);
-            r.seconds = time_calls(b, n, iters, &next);
-            r.read_gbps = 0.5 * (bw_before + read_gbps());
-            r.peak = 0.5 * (peak_before + peak_gflops(b.bf16_dot_peak));
+            const Timing tm = time_case(
+                b, n, iters, &next, read_gbps, [&] { return peak_gflops(b.bf16_dot_peak); }, r.bytes, r.flops);
+            r.seconds = tm.seconds;
+            r.read_gbps = tm.read_gbps;
+            r.peak = tm.peak_gflops;
+            r.frac_bw = tm.frac_bw;
+            r.frac_peak = tm.frac_peak;
             all_bw.push_back(r.read_gbps);
             (b.bf16_dot_peak ? all_bf16 : all_fp32).push_back(r.peak);
             r.peak_name = b.bf16_dot_peak && isa == Isa::kAvx512 ? "bf16" : "fp32";
@@ -389,15 +413,15 @@ int run_bench(const Options& o) {
     fmt::print("{:<15} {:<10} {:>12} {:>3} {:>10} {:>7} {:>6} {:>8} {:>6} {:>6}\n", "kernel", "weight", "shape", "n",
                "us/call", "GB/s", "%BW", "GFLOP/s", "%peak", "%roof");
     for (const Result& r : results) {
-        // roofline: the smaller of bandwidth x (flops per weight byte) and the compute peak
-        const double roof = std::min(r.read_gbps * r.flops / r.bytes, r.peak);
+        // roofline: achieved / min(bandwidth x FLOP per weight byte, peak) = the larger of the two fractions
         fmt::print("{:<15} {:<10} {:>12} {:>3} {:>10.1f} {:>7.1f} {:>5.0f}% {:>8.1f} {:>5.0f}% {:>5.0f}%\n", r.kernel,
-                   r.weight, fmt::format("{}x{}", r.rows, r.cols), r.n, r.seconds * 1e6, r.gbps(),
-                   100.0 * r.gbps() / r.read_gbps, r.gflops(), 100.0 * r.gflops() / r.peak, 100.0 * r.gflops() / roof);
+                   r.weight, fmt::format("{}x{}", r.rows, r.cols), r.n, r.seconds * 1e6, r.gbps(), 100.0 * r.frac_bw,
+                   r.gflops(), 100.0 * r.frac_peak, 100.0 * std::max(r.frac_bw, r.frac_peak));
     }
     fmt::print(
-        "%BW: weight bytes per second / read bandwidth measured around the case; %peak: FLOP/s / peak measured "
-        "around the case ({}); %roof: FLOP/s / min(bandwidth x FLOP per weight byte, peak)\n",
+        "us/call, GB/s, GFLOP/s: medians over samples; %BW / %peak: medians of (weight bytes/s) / (read bandwidth) and "
+        "FLOP/s / peak ({}), each sample against the limits measured just before and after it; %roof: the larger of "
+        "the two (achieved / min(bandwidth x FLOP per byte, peak))\n",
         isa == Isa::kAvx512 ? "bf16 dot for fp8/fp4/bf16, fp32 FMA for fp32 math" : "fp32 FMA");
     for (const Other& x : others)
         fmt::print("{:<15} {:<24} {:>10.1f} us{}\n", x.kernel, x.shape, x.seconds * 1e6,
@@ -421,8 +445,7 @@ int run_bench(const Options& o) {
                 "{:.4f}, "
                 "\"frac_peak\": {:.4f}, \"peak\": \"{}\"}}{}\n",
                 r.kernel, json_escape(r.weight), r.rows, r.cols, r.n, r.seconds * 1e6, r.gbps(), r.gflops(),
-                r.read_gbps, r.peak, r.gbps() / r.read_gbps, r.gflops() / r.peak, r.peak_name,
-                i + 1 < results.size() ? "," : "");
+                r.read_gbps, r.peak, r.frac_bw, r.frac_peak, r.peak_name, i + 1 < results.size() ? "," : "");
         }
         j += "  ],\n  \"other\": [\n";
         for (size_t i = 0; i < others.size(); ++i)
