@@ -3,6 +3,7 @@
 // totalling >= 2 GiB, so every call streams them from memory as decode does.
 #include <fmt/format.h>
 #include <sys/mman.h>
+#include <time.h>
 
 #include <algorithm>
 #include <chrono>
@@ -32,6 +33,7 @@ struct Options {
     std::string isa;
     int iters = 5;
     bool quick = false;
+    bool in_cache = false;
     bool hugepages = true;
     std::string json;
     std::vector<int64_t> rows = {1, 4, 16, 64};
@@ -469,6 +471,98 @@ int run_bench(const Options& o) {
     return 0;
 }
 
+double thread_cpu_seconds() {
+    timespec ts;
+    clock_gettime(CLOCK_THREAD_CPUTIME_ID, &ts);
+    return static_cast<double>(ts.tv_sec) + 1e-9 * static_cast<double>(ts.tv_nsec);
+}
+
+// Best of 5 rounds of repeated calls, in thread CPU time (time the thread was not running is not counted).
+double cpu_seconds_per_call(const std::function<void()>& f) {
+    f();
+    double best = 1e30;
+    for (int round = 0; round < 5; ++round) {
+        const double t0 = thread_cpu_seconds();
+        int calls = 0;
+        do f(), ++calls;
+        while (thread_cpu_seconds() - t0 < 0.06);
+        best = std::min(best, (thread_cpu_seconds() - t0) / calls);
+    }
+    return best;
+}
+
+// Per-core ceilings: one thread, 256 weight rows (L2-resident), activation rows n; GB/s of weight bytes and
+// GFLOP/s against the single-thread peak, all in thread CPU time.
+int run_in_cache(const Options& o) {
+    Isa isa = best_isa();
+    if (!o.isa.empty() && !parse_isa(o.isa, &isa)) {
+        fmt::print(stderr, "bench-ops: --isa must be scalar, avx2 or avx512 (got {})\n", o.isa);
+        return 2;
+    }
+    if (!backend::cpu::isa_supported(isa)) {
+        fmt::print(stderr, "bench-ops: this CPU cannot run the {} kernels\n", isa_name(isa));
+        return 2;
+    }
+    const Kernels& k = backend::kernels_for(isa);
+    ThreadPool one(1);
+    const Isa peak_isa = isa == Isa::kAvx512 ? Isa::kAvx512 : Isa::kAvx2;
+    // the probes on one thread, in CPU time
+    auto peak = [&](bool dot) {
+        return backend::cpu::peak_probe_flops_per_thread(peak_isa, dot) /
+               cpu_seconds_per_call([&] { backend::cpu::measure_peak_gflops(peak_isa, dot, one); }) / 1e9;
+    };
+    const double fp32 = peak(false), dot = peak(true);
+    fmt::print("in-cache, 1 thread, kernels {}: peak fp32 FMA {:.0f} GFLOP/s, {} {:.0f} GFLOP/s (thread CPU time)\n",
+               isa_name(k.isa), fp32, peak_isa == Isa::kAvx512 ? "bf16 dot" : "fp32 FMA", dot);
+    const int64_t rows = 256, max_n = *std::max_element(o.rows.begin(), o.rows.end());
+    fmt::print("{:<15} {:>10} {:>3} {:>10} {:>9} {:>6}\n", "kernel", "shape", "n", "GB/s/core", "GFLOP/s", "%peak");
+    for (int kind = 0; kind < 5; ++kind) {
+        const int64_t cols = kind == 1 ? 4096 : 2048;
+        std::vector<uint8_t> codes(rows * cols), scales(rows * cols / 32);
+        fill_codes(codes.data(), codes.size(), 5, 0xff);
+        fill_scales(scales.data(), scales.size(), 5);
+        std::vector<bf16> wb(rows * cols), xb(max_n * cols);
+        std::vector<float> wf(rows * cols), xf(max_n * cols), yf(max_n * rows);
+        for (size_t e = 0; e < wb.size(); ++e)
+            wf[e] = bf16_to_float(wb[e] = float_to_bf16(((e * 7919) % 1000) / 1000.0f - 0.5f));
+        for (size_t e = 0; e < xb.size(); ++e)
+            xf[e] = bf16_to_float(xb[e] = float_to_bf16(((e * 104729) % 1000) / 1000.0f - 0.5f));
+        std::vector<uint8_t> ac(max_n * cols), as(max_n * cols / 32);
+        k.act_quant(xb.data(), max_n, cols, ac.data(), as.data(), one);
+        std::vector<bf16> yb(max_n * rows);
+        backend::PackedWeight pw;
+        backend::Fp8Matrix w8{codes.data(), scales.data(), rows, cols};
+        backend::Fp4Matrix w4{codes.data(), scales.data(), rows, cols};
+        if (kind == 0) k.prepare_fp8(w8, &pw, one), w8.prepared = &pw;
+        if (kind == 1) k.prepare_fp4(w4, &pw, one), w4.prepared = &pw;
+        static const char* kNames[] = {"gemm_fp8", "gemm_fp4", "gemm_bf16", "gemm_f32_bf16w", "gemm_f32"};
+        const double wbytes = kind == 0   ? rows * cols
+                              : kind == 1 ? rows * cols / 2 + rows * cols / 32
+                              : kind == 4 ? rows * cols * 4
+                                          : rows * cols * 2;
+        for (int64_t n : o.rows) {
+            const backend::Fp8Acts a{ac.data(), as.data(), n, cols};
+            const double s = cpu_seconds_per_call([&] {
+                switch (kind) {
+                    case 0: k.gemm_fp8(a, w8, yb.data(), rows, one); break;
+                    case 1: k.gemm_fp4(a, w4, yb.data(), rows, one); break;
+                    case 2: k.gemm_bf16(xb.data(), n, {wb.data(), rows, cols}, yb.data(), rows, one); break;
+                    case 3: k.gemm_f32_bf16w(xf.data(), n, {wb.data(), rows, cols}, yf.data(), rows, one); break;
+                    default: k.gemm_f32(xf.data(), n, {wf.data(), rows, cols}, yf.data(), rows, one); break;
+                }
+            });
+            const double gflops = 2.0 * n * rows * cols / s / 1e9;
+            const double peak = (kind <= 2 && isa == Isa::kAvx512) ? dot : fp32;
+            fmt::print("{:<15} {:>10} {:>3} {:>10.1f} {:>9.1f} {:>5.0f}%\n", kNames[kind],
+                       fmt::format("{}x{}", rows, cols), n, wbytes / s / 1e9, gflops, 100.0 * gflops / peak);
+        }
+    }
+    fmt::print(
+        "GB/s/core: weight bytes per second of one core's CPU time (the most one core can stream through "
+        "the kernel); %peak: against the one-thread peak of the instruction the kernel is built on\n");
+    return 0;
+}
+
 }  // namespace
 
 Command make_bench_ops_command() {
@@ -482,9 +576,12 @@ Command make_bench_ops_command() {
             ->check(CLI::PositiveNumber);
         sub->add_option("--rows", opts->rows, "Activation rows n to measure (default 1 4 16 64)")->delimiter(',');
         sub->add_flag("--quick", opts->quick, "0.5 GiB of weight copies and at most 2 samples (smoke test)");
+        sub->add_flag("--in-cache", opts->in_cache,
+                      "Instead: per-core compute ceilings, one thread on L2-resident weights, timed in thread CPU "
+                      "time (robust on a shared machine)");
         sub->add_flag("!--no-hugepages", opts->hugepages, "Do not ask for transparent huge pages on weight buffers");
         sub->add_option("--json", opts->json, "Also write the results as JSON to this file ('-' for stdout)");
-        sub->callback([opts, exit_code] { *exit_code = run_bench(*opts); });
+        sub->callback([opts, exit_code] { *exit_code = opts->in_cache ? run_in_cache(*opts) : run_bench(*opts); });
     }};
 }
 

@@ -37,11 +37,20 @@ double measure_read_gbps(Isa isa, const uint8_t* buf, size_t bytes, ThreadPool& 
     return sink.load() == 1 ? 0.0 : static_cast<double>(blocks * 256) / s / 1e9;  // sink keeps the reads alive
 }
 
+namespace {
+constexpr int64_t kProbeIters = 20'000'000;
+}  // namespace
+
+double peak_probe_flops_per_thread(Isa isa, bool bf16_dot) {
+    const IsaOps& ops = ops_for(isa == Isa::kScalar ? Isa::kAvx2 : isa);
+    const bool real_dot = bf16_dot && isa == Isa::kAvx512;
+    return 12.0 * ops.vector_floats * (real_dot ? 4.0 : 2.0) * static_cast<double>(kProbeIters);
+}
+
 double measure_peak_gflops(Isa isa, bool bf16_dot, ThreadPool& pool) {
     const IsaOps& ops = ops_for(isa == Isa::kScalar ? Isa::kAvx2 : isa);
     const bool real_dot = bf16_dot && isa == Isa::kAvx512;
-    const double flops_per_iter = 12.0 * ops.vector_floats * (real_dot ? 4.0 : 2.0);
-    const int64_t iters = 20'000'000;
+    const int64_t iters = kProbeIters;
     std::atomic<int> sink{0};
     const auto t0 = std::chrono::steady_clock::now();
     pool.run_on_all([&](int) {
@@ -49,7 +58,7 @@ double measure_peak_gflops(Isa isa, bool bf16_dot, ThreadPool& pool) {
         if (r == 1.2345f) ++sink;
     });
     const double s = seconds_since(t0);
-    return flops_per_iter * static_cast<double>(iters) * pool.size() / s / 1e9 + sink.load();
+    return peak_probe_flops_per_thread(isa, bf16_dot) * pool.size() / s / 1e9 + sink.load();
 }
 
 }  // namespace deepinfer::backend::cpu

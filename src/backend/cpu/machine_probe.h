@@ -19,5 +19,7 @@ double measure_read_gbps(Isa isa, const uint8_t* buf, size_t bytes, ThreadPool& 
 // GFLOP/s of dependency-free vector loops on every thread of the pool: fp32 FMA (2 flops per lane) or
 // bf16 dot products (4 flops per fp32 lane: two multiply-adds; the fp32 FMA loop on AVX2).
 double measure_peak_gflops(Isa isa, bool bf16_dot, ThreadPool& pool);
+// The floating-point operations each thread performs in one measure_peak_gflops call.
+double peak_probe_flops_per_thread(Isa isa, bool bf16_dot);
 
 }  // namespace deepinfer::backend::cpu
