@@ -56,6 +56,16 @@ struct Result {
 
 double elapsed(Clock::time_point t0) { return std::chrono::duration<double>(Clock::now() - t0).count(); }
 
+// 1-minute load average (other processes competing for the cores make every number here noisier).
+double load_average() {
+    double l = -1;
+    if (std::FILE* f = std::fopen("/proc/loadavg", "r")) {
+        if (std::fscanf(f, "%lf", &l) != 1) l = -1;
+        std::fclose(f);
+    }
+    return l;
+}
+
 // Weight storage that may use transparent huge pages (fewer TLB misses on multi-GiB streams).
 void advise(AlignedBuffer& b, bool hugepages) {
     if (!hugepages || b.size() < (size_t{2} << 20)) return;
@@ -304,6 +314,7 @@ int run_bench(const Options& o) {
     };
     fmt::print(stderr, "measuring read bandwidth ({:.1f} GiB, {} threads) and peak FLOP/s...\n", total / (1u << 30),
                pool.size());
+    const double load_start = load_average();
     Machine m{read_gbps(), peak_gflops(false), peak_gflops(true)};
     std::vector<double> all_bw{m.read_gbps}, all_fp32{m.fp32_gflops}, all_bf16{m.bf16_gflops};
     const int64_t max_n = *std::max_element(o.rows.begin(), o.rows.end());
@@ -351,10 +362,12 @@ int run_bench(const Options& o) {
         return v[v.size() / 2];
     };
     m = Machine{median(all_bw), median(all_fp32), median(all_bf16)};
+    const double load_end = load_average();
     fmt::print(
-        "machine: {} threads, kernels {}; read {:.1f} GB/s, fp32 FMA {:.0f} GFLOP/s, {} {:.0f} GFLOP/s "
-        "(medians of the measurements around the cases; ranges {:.1f}-{:.1f} GB/s, {:.0f}-{:.0f} GFLOP/s)\n",
-        pool.size(), isa_name(kernels.isa), m.read_gbps, m.fp32_gflops,
+        "machine: {} threads, kernels {}, load average {:.1f} -> {:.1f}; read {:.1f} GB/s, fp32 FMA {:.0f} GFLOP/s, "
+        "{} {:.0f} GFLOP/s (medians of the measurements around the cases; ranges {:.1f}-{:.1f} GB/s, "
+        "{:.0f}-{:.0f} GFLOP/s)\n",
+        pool.size(), isa_name(kernels.isa), load_start, load_end, m.read_gbps, m.fp32_gflops,
         isa == Isa::kAvx512 ? "bf16 dot" : "fp32 FMA (no bf16 dot)", m.bf16_gflops,
         *std::min_element(all_bw.begin(), all_bw.end()), *std::max_element(all_bw.begin(), all_bw.end()),
         *std::min_element(all_bf16.begin(), all_bf16.end()), *std::max_element(all_bf16.begin(), all_bf16.end()));
@@ -434,10 +447,9 @@ int run_bench(const Options& o) {
 
     if (!o.json.empty()) {
         std::string j = fmt::format(
-            "{{\n  \"isa\": \"{}\", \"threads\": {}, \"read_gbps\": {:.3f}, \"fp32_gflops\": {:.3f}, \"bf16_gflops\": "
-            "{:.3f},\n"
-            "  \"results\": [\n",
-            isa_name(kernels.isa), pool.size(), m.read_gbps, m.fp32_gflops, m.bf16_gflops);
+            "{{\n  \"isa\": \"{}\", \"threads\": {}, \"load_average\": [{:.2f}, {:.2f}], \"read_gbps\": {:.3f}, "
+            "\"fp32_gflops\": {:.3f}, \"bf16_gflops\": {:.3f},\n  \"results\": [\n",
+            isa_name(kernels.isa), pool.size(), load_start, load_end, m.read_gbps, m.fp32_gflops, m.bf16_gflops);
         for (size_t i = 0; i < results.size(); ++i) {
             const Result& r = results[i];
             j += fmt::format(
@@ -512,8 +524,13 @@ int run_in_cache(const Options& o) {
                cpu_seconds_per_call([&] { backend::cpu::measure_peak_gflops(peak_isa, dot, one); }) / 1e9;
     };
     const double fp32 = peak(false), dot = peak(true);
-    fmt::print("in-cache, 1 thread, kernels {}: peak fp32 FMA {:.0f} GFLOP/s, {} {:.0f} GFLOP/s (thread CPU time)\n",
-               isa_name(k.isa), fp32, peak_isa == Isa::kAvx512 ? "bf16 dot" : "fp32 FMA", dot);
+    if (peak_isa == Isa::kAvx512)
+        fmt::print(
+            "in-cache, 1 thread, kernels {}: peak fp32 FMA {:.0f} GFLOP/s, bf16 dot {:.0f} GFLOP/s (thread CPU time)\n",
+            isa_name(k.isa), fp32, dot);
+    else
+        fmt::print("in-cache, 1 thread, kernels {}: peak fp32 FMA {:.0f} GFLOP/s (thread CPU time)\n", isa_name(k.isa),
+                   fp32);
     const int64_t rows = 256, max_n = *std::max_element(o.rows.begin(), o.rows.end());
     fmt::print("{:<15} {:>10} {:>3} {:>10} {:>9} {:>6}\n", "kernel", "shape", "n", "GB/s/core", "GFLOP/s", "%peak");
     for (int kind = 0; kind < 5; ++kind) {
