@@ -34,6 +34,7 @@ struct Options {
     int iters = 5;
     bool quick = false;
     bool in_cache = false;
+    std::string only;  // run only weights whose kernel or name contains this
     bool hugepages = true;
     std::string json;
     std::vector<int64_t> rows = {1, 4, 16, 64};
@@ -329,19 +330,31 @@ int run_bench(const Options& o) {
     AlignedBuffer y = make_buffer(static_cast<size_t>(max_n) * 129280 * 4, false);
     std::vector<Result> results;
     struct Spec {
+        std::string kernel, weight;
         std::function<void(std::vector<Bench>&)> make;
     };
     const std::vector<Spec> specs = {
-        {[&](auto& v) { add_fp8(v, "wq_b", 32768, 1280, kernels, pool, in, y.as<bf16>(), o, total); }},
-        {[&](auto& v) { add_fp4(v, "expert w1", 2304, 5120, kernels, pool, in, y.as<bf16>(), o, total); }},
-        {[&](auto& v) { add_fp4(v, "expert w2", 5120, 2304, kernels, pool, in, y.as<bf16>(), o, total); }},
-        {[&](auto& v) { add_fp8(v, "wo_b", 5120, 8192, kernels, pool, in, y.as<bf16>(), o, total); }},
-        {[&](auto& v) { add_bf16(v, "head", 129280, 5120, true, kernels, pool, in, y.data(), o, total); }},
-        {[&](auto& v) { add_bf16(v, "wo_a", 8192, 4096, false, kernels, pool, in, y.data(), o, total); }},
+        {"gemm_fp8", "wq_b",
+         [&](auto& v) { add_fp8(v, "wq_b", 32768, 1280, kernels, pool, in, y.as<bf16>(), o, total); }},
+        {"gemm_fp4", "expert w1",
+         [&](auto& v) { add_fp4(v, "expert w1", 2304, 5120, kernels, pool, in, y.as<bf16>(), o, total); }},
+        {"gemm_fp4", "expert w2",
+         [&](auto& v) { add_fp4(v, "expert w2", 5120, 2304, kernels, pool, in, y.as<bf16>(), o, total); }},
+        {"gemm_fp8", "wo_b",
+         [&](auto& v) { add_fp8(v, "wo_b", 5120, 8192, kernels, pool, in, y.as<bf16>(), o, total); }},
+        {"gemm_f32_bf16w", "head",
+         [&](auto& v) { add_bf16(v, "head", 129280, 5120, true, kernels, pool, in, y.data(), o, total); }},
+        {"gemm_bf16", "wo_a",
+         [&](auto& v) { add_bf16(v, "wo_a", 8192, 4096, false, kernels, pool, in, y.data(), o, total); }},
+    };
+    auto selected = [&](const Spec& spec) {
+        return o.only.empty() || spec.kernel.find(o.only) != std::string::npos ||
+               spec.weight.find(o.only) != std::string::npos;
     };
     int step = 0;
-    const int steps = static_cast<int>(specs.size() * o.rows.size());
+    const int steps = static_cast<int>(std::count_if(specs.begin(), specs.end(), selected) * o.rows.size());
     for (const Spec& spec : specs) {
+        if (!selected(spec)) continue;
         std::vector<Bench> benches;
         spec.make(benches);
         Bench& b = benches.front();
@@ -600,6 +613,7 @@ Command make_bench_ops_command() {
             ->check(CLI::PositiveNumber);
         sub->add_option("--rows", opts->rows, "Activation rows n to measure (default 1 4 16 64)")->delimiter(',');
         sub->add_flag("--quick", opts->quick, "0.5 GiB of weight copies and at most 2 samples (smoke test)");
+        sub->add_option("--only", opts->only, "Only the weights whose kernel or name contains this text");
         sub->add_flag("--in-cache", opts->in_cache,
                       "Instead: per-core compute ceilings, one thread on L2-resident weights, timed in thread CPU "
                       "time (robust on a shared machine)");

@@ -21,17 +21,18 @@ void sparse_attn(const IsaOps& ops, const bf16* q, int64_t m, int heads, int dim
     int per_group = heads;
     while (per_group > 4 && m * ((heads + per_group - 1) / per_group) < want) per_group = (per_group + 1) / 2;
     const int groups = (heads + per_group - 1) / per_group;
-    pool.parallel_for(static_cast<size_t>(m * groups), [&](size_t b, size_t e, int) {
-        ThreadScratch& s = thread_scratch();
-        s.attn.ensure(sparse_attn_scratch_bytes(per_group, dim));
-        for (size_t task = b; task < e; ++task) {
-            const int64_t i = static_cast<int64_t>(task) / groups;
-            const int h0 = static_cast<int>(task % groups) * per_group;
-            const int h1 = std::min(heads, h0 + per_group);
-            ops.sparse_attn(
-                SparseAttnTask{q, heads, dim, kv, idx, topk, sink, scale, out, i, i + 1, h0, h1, s.attn.data()});
-        }
-    });
+    for_chunks(
+        pool, m * groups, 1, [&](int) { thread_scratch().attn.ensure(sparse_attn_scratch_bytes(per_group, dim)); },
+        [&](int64_t b, int64_t e, int) {
+            ThreadScratch& s = thread_scratch();
+            for (int64_t task = b; task < e; ++task) {
+                const int64_t i = task / groups;
+                const int h0 = static_cast<int>(task % groups) * per_group;
+                const int h1 = std::min(heads, h0 + per_group);
+                ops.sparse_attn(
+                    SparseAttnTask{q, heads, dim, kv, idx, topk, sink, scale, out, i, i + 1, h0, h1, s.attn.data()});
+            }
+        });
 }
 
 void index_scores(const IsaOps& ops, const bf16* q, int64_t m, int heads, int dim, const bf16* keys, int64_t n,
@@ -43,20 +44,21 @@ void index_scores(const IsaOps& ops, const bf16* q, int64_t m, int heads, int di
     if (m == 0 || n == 0) return;
     constexpr int64_t kKeyBlock = 64;
     const int64_t key_blocks = (n + kKeyBlock - 1) / kKeyBlock;
-    pool.parallel_for(static_cast<size_t>(key_blocks * m), [&](size_t b, size_t e, int) {
-        ThreadScratch& s = thread_scratch();
-        s.attn.ensure(index_scores_scratch_bytes(heads, dim));
-        // Tasks are numbered key block major, so a thread's range is a run of queries per key block: one
-        // transpose of the block serves all of them.
-        size_t task = b;
-        while (task < e) {
-            const int64_t kb = static_cast<int64_t>(task) / m, i0 = static_cast<int64_t>(task) % m;
-            const int64_t i1 = std::min<int64_t>(m, i0 + static_cast<int64_t>(e - task));
-            ops.index_scores(IndexScoresTask{q, heads, dim, keys, w, out, ldo, i0, i1, kb * kKeyBlock,
-                                             std::min(n, (kb + 1) * kKeyBlock), s.attn.data()});
-            task += static_cast<size_t>(i1 - i0);
-        }
-    });
+    const int64_t tasks = key_blocks * m;
+    for_chunks(
+        pool, tasks, std::max<int64_t>(1, tasks / (8 * static_cast<int64_t>(pool.size()))),
+        [&](int) { thread_scratch().attn.ensure(index_scores_scratch_bytes(heads, dim)); },
+        [&](int64_t b, int64_t e, int) {
+            // Tasks are numbered key block major, so a range is a run of queries per key block: one
+            // transpose of the block serves all of them.
+            for (int64_t task = b; task < e;) {
+                const int64_t kb = task / m, i0 = task % m;
+                const int64_t i1 = std::min<int64_t>(m, i0 + (e - task));
+                ops.index_scores(IndexScoresTask{q, heads, dim, keys, w, out, ldo, i0, i1, kb * kKeyBlock,
+                                                 std::min(n, (kb + 1) * kKeyBlock), thread_scratch().attn.data()});
+                task += i1 - i0;
+            }
+        });
 }
 
 }  // namespace deepinfer::backend::cpu

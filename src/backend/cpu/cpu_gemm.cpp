@@ -2,6 +2,7 @@
 // a contiguous part of the weight once); activations go through in chunks of kActRowChunk rows, each
 // thread decoding the chunk for itself so one pool dispatch covers a chunk.
 #include <algorithm>
+#include <atomic>
 
 #include "backend/cpu/drivers.h"
 #include "backend/cpu/packing.h"
@@ -13,6 +14,34 @@ ThreadScratch& thread_scratch() {
     thread_local ThreadScratch scratch;
     return scratch;
 }
+
+void for_chunks(ThreadPool& pool, int64_t n, int64_t chunk, const std::function<void(int)>& setup,
+                const std::function<void(int64_t, int64_t, int)>& fn) {
+    if (n <= 0) return;
+    chunk = std::max<int64_t>(chunk, 1);
+    const int64_t chunks = (n + chunk - 1) / chunk;
+    if (pool.size() == 1 || chunks == 1) {
+        setup(0);
+        fn(0, n, 0);
+        return;
+    }
+    std::atomic<int64_t> next{0};
+    pool.run_on_all([&](int t) {
+        int64_t c = next.fetch_add(1, std::memory_order_relaxed);
+        if (c >= chunks) return;
+        setup(t);
+        for (; c < chunks; c = next.fetch_add(1, std::memory_order_relaxed))
+            fn(c * chunk, std::min(n, (c + 1) * chunk), t);
+    });
+}
+
+namespace {
+// Work items per call: about 8 chunks per thread balances a late thread without making chunks so small
+// that the per-chunk setup (activation decode, panel builds) matters.
+int64_t chunk_size(int64_t n, const ThreadPool& pool, int64_t min_chunk) {
+    return std::max(min_chunk, n / (8 * static_cast<int64_t>(pool.size())));
+}
+}  // namespace
 
 void act_quant(const IsaOps& ops, const bf16* x, int64_t n, int64_t k, uint8_t* codes, uint8_t* scales,
                ThreadPool& pool) {
@@ -49,39 +78,42 @@ void gemm_quant(const IsaOps& ops, const Fp8Acts& a, const QuantWeight& w, bf16*
                      pw->cols, w.rows, w.cols);
     for (int64_t i0 = 0; i0 < a.n; i0 += kActRowChunk) {
         const int64_t ni = std::min(kActRowChunk, a.n - i0);
-        pool.parallel_for(static_cast<size_t>(groups), [&](size_t gb, size_t ge, int) {
-            const auto g0 = static_cast<int64_t>(gb), g1 = static_cast<int64_t>(ge);
+        auto setup = [&](int) {
             ThreadScratch& s = thread_scratch();
             s.acts.ensure(static_cast<size_t>(ni * a.k * ops.act_bytes));
             s.act_scales.ensure(static_cast<size_t>(ni * kb_count) * sizeof(float));
             s.gemm.ensure(static_cast<size_t>(gemm_scratch_floats(a.k)) * sizeof(float));
             ops.decode_acts(a.codes + i0 * a.k, a.scales + i0 * kb_count, ni, a.k, s.acts.data(),
                             s.act_scales.as<float>());
-            QuantGemmTask task{s.acts.data(), s.act_scales.as<float>(), ni, a.k, nullptr, nullptr, 0, 0, nullptr,
-                               ldo,           s.gemm.as<float>()};
-            auto run_groups = [&](int64_t g, int64_t count, const uint8_t* codes, const uint8_t* scales) {
-                task.codes = codes;
-                task.scales = scales;
-                task.groups = count;
-                task.rows = std::min(w.rows, (g + count) * kGroupRows) - g * kGroupRows;
-                task.out = out + i0 * ldo + g * kGroupRows;
-                w.run(task);
-            };
-            if (pw) {
-                const uint8_t* base = pw->data.data();
-                run_groups(g0, g1 - g0, base + g0 * w.code_bytes_per_group,
-                           base + groups * w.code_bytes_per_group + g0 * w.scale_bytes_per_group);
-                return;
-            }
-            s.pack.ensure(static_cast<size_t>(kPackGroups * (w.code_bytes_per_group + w.scale_bytes_per_group)));
-            uint8_t* codes = s.pack.data();
-            uint8_t* scales = codes + kPackGroups * w.code_bytes_per_group;
-            for (int64_t g = g0; g < g1; g += kPackGroups) {
-                const int64_t count = std::min(kPackGroups, g1 - g);
-                w.pack(w.canonical, g, g + count, codes, scales);
-                run_groups(g, count, codes, scales);
-            }
-        });
+        };
+        for_chunks(
+            pool, groups, chunk_size(groups, pool, pw ? 1 : kPackGroups), setup, [&](int64_t g0, int64_t g1, int) {
+                ThreadScratch& s = thread_scratch();
+                QuantGemmTask task{s.acts.data(), s.act_scales.as<float>(), ni, a.k, nullptr, nullptr, 0, 0, nullptr,
+                                   ldo,           s.gemm.as<float>()};
+                auto run_groups = [&](int64_t g, int64_t count, const uint8_t* codes, const uint8_t* scales) {
+                    task.codes = codes;
+                    task.scales = scales;
+                    task.groups = count;
+                    task.rows = std::min(w.rows, (g + count) * kGroupRows) - g * kGroupRows;
+                    task.out = out + i0 * ldo + g * kGroupRows;
+                    w.run(task);
+                };
+                if (pw) {
+                    const uint8_t* base = pw->data.data();
+                    run_groups(g0, g1 - g0, base + g0 * w.code_bytes_per_group,
+                               base + groups * w.code_bytes_per_group + g0 * w.scale_bytes_per_group);
+                    return;
+                }
+                s.pack.ensure(static_cast<size_t>(kPackGroups * (w.code_bytes_per_group + w.scale_bytes_per_group)));
+                uint8_t* codes = s.pack.data();
+                uint8_t* scales = codes + kPackGroups * w.code_bytes_per_group;
+                for (int64_t g = g0; g < g1; g += kPackGroups) {
+                    const int64_t count = std::min(kPackGroups, g1 - g);
+                    w.pack(w.canonical, g, g + count, codes, scales);
+                    run_groups(g, count, codes, scales);
+                }
+            });
     }
 }
 
@@ -123,14 +155,16 @@ namespace {
 void gemm_dense(void (*run)(const DenseGemmTask&), const void* x, int64_t n, int64_t k, const void* w, int64_t rows,
                 int64_t w_elem_bytes, void* out, int64_t out_elem_bytes, int64_t ldo, ThreadPool& pool) {
     if (n == 0 || rows == 0) return;
-    pool.parallel_for(static_cast<size_t>(row_groups(rows)), [&](size_t gb, size_t ge, int) {
-        const int64_t j0 = static_cast<int64_t>(gb) * kGroupRows;
-        const int64_t j1 = std::min(rows, static_cast<int64_t>(ge) * kGroupRows);
-        ThreadScratch& s = thread_scratch();
-        s.gemm.ensure(static_cast<size_t>(gemm_scratch_floats(k)) * sizeof(float));
-        run(DenseGemmTask{x, n, k, static_cast<const uint8_t*>(w) + j0 * k * w_elem_bytes, j1 - j0,
-                          static_cast<uint8_t*>(out) + j0 * out_elem_bytes, ldo, s.gemm.as<float>()});
-    });
+    const int64_t groups = row_groups(rows);
+    for_chunks(
+        pool, groups, chunk_size(groups, pool, 1),
+        [&](int) { thread_scratch().gemm.ensure(static_cast<size_t>(gemm_scratch_floats(k)) * sizeof(float)); },
+        [&](int64_t g0, int64_t g1, int) {
+            const int64_t j0 = g0 * kGroupRows, j1 = std::min(rows, g1 * kGroupRows);
+            run(DenseGemmTask{x, n, k, static_cast<const uint8_t*>(w) + j0 * k * w_elem_bytes, j1 - j0,
+                              static_cast<uint8_t*>(out) + j0 * out_elem_bytes, ldo,
+                              thread_scratch().gemm.as<float>()});
+        });
 }
 
 }  // namespace
