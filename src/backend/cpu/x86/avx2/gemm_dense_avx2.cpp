@@ -31,13 +31,15 @@ struct F32 {
     static float one(const T* p) { return *p; }
 };
 
-// ---- GEMV: k in the lanes; 4 weight rows x RA activation rows per pass ------------------------------
+// ---- GEMV: k in the lanes, 4 weight rows x up to 2 activation rows per pass --------------------------
+// The 4 rows of a pass come from the 4 quarters of the task's rows: rows read side by side from adjacent
+// addresses measured ~30% below the read bandwidth, rows >= 4 rows apart within 5-10%.
 
-template <class X, class W, int RA>
-void gemv_tile(const typename X::T* x, int64_t k, const typename W::T* const (&w)[4], float (&res)[4][2]) {
-    __m256 acc[4][RA];
+template <class X, class W, int RW, int RA>
+void gemv_tile(const typename X::T* x, int64_t k, const typename W::T* const* w, float (&res)[4][2]) {
+    __m256 acc[RW][RA];
 #pragma GCC unroll 16
-    for (int r = 0; r < 4; ++r)
+    for (int r = 0; r < RW; ++r)
 #pragma GCC unroll 16
         for (int a = 0; a < RA; ++a) acc[r][a] = _mm256_setzero_ps();
     int64_t col = 0;
@@ -46,14 +48,14 @@ void gemv_tile(const typename X::T* x, int64_t k, const typename W::T* const (&w
 #pragma GCC unroll 16
         for (int a = 0; a < RA; ++a) xv[a] = X::load8(x + a * k + col);
 #pragma GCC unroll 16
-        for (int r = 0; r < 4; ++r) {
+        for (int r = 0; r < RW; ++r) {
             const __m256 wv = W::load8(w[r] + col);
 #pragma GCC unroll 16
             for (int a = 0; a < RA; ++a) acc[r][a] = _mm256_fmadd_ps(wv, xv[a], acc[r][a]);
         }
     }
 #pragma GCC unroll 16
-    for (int r = 0; r < 4; ++r)
+    for (int r = 0; r < RW; ++r)
 #pragma GCC unroll 16
         for (int a = 0; a < RA; ++a) {
             float s = hsum(acc[r][a]);
@@ -66,18 +68,25 @@ template <class X, class W, class Store>
 void gemv(const DenseGemmTask& t, const Store& store) {
     const auto* x = static_cast<const typename X::T*>(t.x);
     const auto* w = static_cast<const typename W::T*>(t.w);
-    for (int64_t j = 0; j < t.rows; j += 4) {
+    const int64_t quarter = t.rows / 4;
+    auto pass = [&](int rw, const int64_t(&rows)[4]) {
         const typename W::T* wr[4];
-#pragma GCC unroll 16
-        for (int r = 0; r < 4; ++r) wr[r] = w + (j + r < t.rows ? j + r : t.rows - 1) * t.k;
+        for (int r = 0; r < rw; ++r) wr[r] = w + rows[r] * t.k;
         for (int64_t i = 0; i < t.n; i += 2) {
             float res[4][2] = {};
-            if (t.n - i >= 2) gemv_tile<X, W, 2>(x + i * t.k, t.k, wr, res);
-            else gemv_tile<X, W, 1>(x + i * t.k, t.k, wr, res);
-            for (int r = 0; r < 4 && j + r < t.rows; ++r)
-                for (int a = 0; a < 2 && i + a < t.n; ++a) store(i + a, j + r, res[r][a]);
+            const bool two = t.n - i >= 2;
+            if (rw == 4)
+                two ? gemv_tile<X, W, 4, 2>(x + i * t.k, t.k, wr, res)
+                    : gemv_tile<X, W, 4, 1>(x + i * t.k, t.k, wr, res);
+            else
+                two ? gemv_tile<X, W, 1, 2>(x + i * t.k, t.k, wr, res)
+                    : gemv_tile<X, W, 1, 1>(x + i * t.k, t.k, wr, res);
+            for (int r = 0; r < rw; ++r)
+                for (int a = 0; a < (two ? 2 : 1); ++a) store(i + a, rows[r], res[r][a]);
         }
-    }
+    };
+    for (int64_t j = 0; j < quarter; ++j) pass(4, {j, j + quarter, j + 2 * quarter, j + 3 * quarter});
+    for (int64_t j = 4 * quarter; j < t.rows; ++j) pass(1, {j, j, j, j});
 }
 
 // ---- panel kernel ----------------------------------------------------------------------------------
