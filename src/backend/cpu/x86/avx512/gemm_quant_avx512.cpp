@@ -37,9 +37,7 @@ struct Fp4Chunks {
     }
 };
 
-inline __m512 dot(__m512 acc, __m512i w, const uint32_t* pair) {
-    return _mm512_dpbf16_ps(acc, (__m512bh)w, (__m512bh)_mm512_set1_epi32(static_cast<int>(*pair)));
-}
+inline __m512 dot(__m512 acc, __m512i w, const uint32_t* pair) { return dot_bcast(acc, w, pair); }
 
 inline void store_row(bf16* out, __mmask16 mask, __m512 v) { _mm256_mask_storeu_epi16(out, mask, to_bf16(v)); }
 
