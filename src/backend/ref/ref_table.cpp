@@ -21,8 +21,8 @@ void prepare_fp4(const Fp4Matrix& w, PackedWeight* out, ThreadPool&) {
 }  // namespace
 
 const Kernels& kernels() {
-    static const Kernels table = {Isa::kScalar, prepare_fp8, prepare_fp4, act_quant, gemm_fp8, gemm_fp4, gemm_bf16, gemm_f32_bf16w, gemm_f32,
-                                  sparse_attn, index_scores};
+    static const Kernels table = {Isa::kScalar, prepare_fp8,    prepare_fp4, act_quant,   gemm_fp8,    gemm_fp4,
+                                  gemm_bf16,    gemm_f32_bf16w, gemm_f32,    sparse_attn, index_scores};
     return table;
 }
 
