@@ -17,13 +17,14 @@ Command make_make_tokenizer_command();
 Command make_engram_map_command();
 Command make_bench_comm_command();
 Command make_version_command();
+Command make_bench_ops_command();
 
 std::vector<Command> all_commands() {
     return {make_generate_command(),     make_serve_command(),        make_bench_command(),
             make_make_tiny_command(),    make_inspect_command(),      make_draft_command(),
             make_tokenize_command(),     make_detokenize_command(),   make_render_prompt_command(),
-            make_make_tokenizer_command(), make_engram_map_command(), make_bench_comm_command(), make_bench_decode_command(),
-            make_version_command()};
+            make_make_tokenizer_command(), make_engram_map_command(), make_bench_ops_command(),
+            make_bench_decode_command(), make_bench_comm_command(),   make_version_command()};
 }
 
 }  // namespace deepinfer::cli

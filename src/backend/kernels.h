@@ -7,23 +7,43 @@
 
 #include <cstdint>
 
+#include "core/aligned_buffer.h"
 #include "core/cpu_features.h"
 #include "core/numeric.h"
 #include "core/thread_pool.h"
 
 namespace deepinfer::backend {
 
+// A quantized weight rearranged by a table's prepare_fp8 / prepare_fp4 for that table's GEMM: a
+// self-contained, same-information copy (codes and scales) in a backend layout. The layouts are
+// documented in backend/cpu/packing.h; kNone means the table reads the canonical checkpoint arrays.
+enum class PackedLayout : uint32_t {
+    kNone = 0,
+    kFp8R16K4 = 1,  // fp8: 16-row groups, 64-byte chunks of 4 columns (backend/cpu/packing.h)
+    kFp4R16K8 = 2,  // MXFP4: 16-row groups, 64-byte chunks of 8 columns (backend/cpu/packing.h)
+};
+struct PackedWeight {
+    PackedLayout layout = PackedLayout::kNone;
+    int64_t rows = 0, cols = 0;
+    AlignedBuffer data;
+};
+
 // fp8 e4m3 weight [rows, cols] with e8m0 scales per 32x32 block: scales[ceil(rows/32), ceil(cols/32)].
+// cols % 32 == 0 (it is the K of act_quant'd activations).
 struct Fp8Matrix {
     const uint8_t* codes = nullptr;
     const uint8_t* scales = nullptr;
     int64_t rows = 0, cols = 0;
+    // Optional: this weight after prepare_fp8 of the table in use. A kernel that reads the packed layout
+    // ignores codes/scales (they may then be null); one that does not (the scalar table) reads them.
+    const PackedWeight* prepared = nullptr;
 };
 // MXFP4 weight [rows, cols]: packed[rows, cols/2] (low nibble = even column), e8m0 scales[rows, cols/32].
 struct Fp4Matrix {
     const uint8_t* packed = nullptr;
     const uint8_t* scales = nullptr;
     int64_t rows = 0, cols = 0;
+    const PackedWeight* prepared = nullptr;  // as in Fp8Matrix
 };
 struct Bf16Matrix {
     const bf16* data = nullptr;  // [rows, cols]
@@ -42,6 +62,10 @@ struct Fp8Acts {
 
 struct Kernels {
     Isa isa;
+    // Repack a weight once (at load time) into this table's fast layout; out->layout stays kNone when the
+    // table has none (scalar). GEMMs on unprepared weights are correct but repack on the fly (slower).
+    void (*prepare_fp8)(const Fp8Matrix& w, PackedWeight* out, ThreadPool& pool);
+    void (*prepare_fp4)(const Fp4Matrix& w, PackedWeight* out, ThreadPool& pool);
     // act_quant over rows of bf16 x [n, k] (k % 32 == 0): codes [n, k], scales [n, k/32].
     void (*act_quant)(const bf16* x, int64_t n, int64_t k, uint8_t* codes, uint8_t* scales, ThreadPool& pool);
     // out[i, j] = bf16( sum_kb (sum_{k in kb} a[i,k] w[j,k]) * sa[i,kb] * sw[j/32,kb] ), K blocks in order

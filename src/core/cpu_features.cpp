@@ -34,6 +34,7 @@ CpuFeatures detect() {
     f.avx512bw = zmm_ok && (ebx & (1u << 30));
     f.avx512vl = zmm_ok && (ebx & (1u << 31));
     f.avx512_vnni = zmm_ok && (ecx & (1u << 11));
+    f.avx512_vbmi = zmm_ok && (ecx & (1u << 1));
     unsigned eax1, ebx1, ecx1, edx1;
     if (__get_cpuid_count(7, 1, &eax1, &ebx1, &ecx1, &edx1)) {
         f.avx512_bf16 = zmm_ok && (eax1 & (1u << 5));

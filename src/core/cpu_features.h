@@ -11,6 +11,7 @@ struct CpuFeatures {
     bool avx2 = false, fma = false, f16c = false;
     bool avx512f = false, avx512bw = false, avx512vl = false, avx512dq = false;
     bool avx512_bf16 = false, avx512_vnni = false, avx_vnni = false;
+    bool avx512_vbmi = false;  // vpermi2b: the AVX-512 fp8 decode (backend/cpu/x86/avx512)
 };
 
 const CpuFeatures& cpu_features();

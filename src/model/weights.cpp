@@ -178,8 +178,41 @@ Expected<std::unique_ptr<ModelWeights>> bind_weights(const ModelConfig& c, std::
             B.confidence_proj = bind.bf16m(P + ".confidence_head.proj.weight");
         }
     }
+    prepare_for_kernels(*w);
     w->store = std::move(store);
     return w;
+}
+
+void prepare_for_kernels(ModelWeights& w) {
+    // Repack every quantized weight once into the active kernel table's layout (the checkpoint layout stays
+    // mapped for the scalar reference); GEMMs on unprepared weights would repack on every call.
+    const backend::Kernels& k = backend::active_kernels();
+    auto fp8 = [&](Fp8Matrix& m) {
+        if (!m.codes) return;
+        auto p = std::make_unique<backend::PackedWeight>();
+        k.prepare_fp8(m, p.get(), ThreadPool::global());
+        if (p->layout == backend::PackedLayout::kNone) return;
+        m.prepared = p.get();
+        w.packed.push_back(std::move(p));
+    };
+    auto fp4 = [&](Fp4Matrix& m) {
+        if (!m.packed) return;
+        auto p = std::make_unique<backend::PackedWeight>();
+        k.prepare_fp4(m, p.get(), ThreadPool::global());
+        if (p->layout == backend::PackedLayout::kNone) return;
+        m.prepared = p.get();
+        w.packed.push_back(std::move(p));
+    };
+    for (BlockWeights& b : w.blocks) {
+        for (Fp8Matrix* m : {&b.wq_a, &b.wq_b, &b.wkv, &b.wo_b, &b.indexer_wq_b, &b.shared_w1, &b.shared_w2,
+                             &b.shared_w3, &b.engram_wkv, &b.main_proj})
+            fp8(*m);
+        for (int e = b.expert_begin; e < b.expert_end; ++e) {
+            fp4(b.experts[e].w1);
+            fp4(b.experts[e].w2);
+            fp4(b.experts[e].w3);
+        }
+    }
 }
 
 }  // namespace deepinfer::model

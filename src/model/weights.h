@@ -77,6 +77,7 @@ struct ModelWeights {
     std::vector<std::vector<uint8_t>> owned_bytes;  // repacked shards (wo_b column slices under TP)
     std::unique_ptr<loader::TensorStore> store;
     std::vector<std::unique_ptr<dist::SharedRegion>> shared;  // Engram tables shared by the host's ranks
+    std::vector<std::unique_ptr<backend::PackedWeight>> packed;  // fp8 / MXFP4 weights in the kernels' layout
 };
 
 struct LoadProgress {
@@ -88,5 +89,8 @@ struct LoadProgress {
 Expected<std::unique_ptr<ModelWeights>> bind_weights(const ModelConfig& config,
                                                      std::unique_ptr<loader::TensorStore> store,
                                                      const ParallelPlan& plan = {});
+
+// Repack the quantized weights into the active kernel table's layout (called by bind_weights).
+void prepare_for_kernels(ModelWeights& weights);
 
 }  // namespace deepinfer::model

@@ -1,10 +1,95 @@
-// SIMD kernel tables. Until the AVX2 / AVX-512 kernels land, no SIMD table is compiled in and the
-// registry falls back to the scalar reference.
-#include "backend/kernels.h"
+// The AVX2 and AVX-512 kernel tables: the drivers of backend/cpu bound to one ISA's routines. The AVX-512
+// table needs avx512 f/bw/vl/dq plus bf16 (vdpbf16ps) and vbmi (vpermi2b, the fp8 decode): Zen 4/5,
+// Sapphire Rapids and later. Older AVX-512 CPUs get the AVX2 table from the registry's fallback.
+#include "backend/cpu/drivers.h"
+#include "backend/cpu/packing.h"
 
 namespace deepinfer::backend::cpu {
 
-const Kernels* avx2_kernels() { return nullptr; }
-const Kernels* avx512_kernels() { return nullptr; }
+const IsaOps& avx2_ops() {
+    static const IsaOps ops = {Isa::kAvx2,        avx2::act_quant_rows, 4,
+                               avx2::decode_acts, avx2::gemm_fp8,       avx2::gemm_fp4,
+                               avx2::gemm_bf16,   avx2::gemm_f32_bf16w, avx2::gemm_f32,
+                               avx2::sparse_attn, avx2::index_scores,   avx2::read_stream,
+                               avx2::fma_loop,    avx2::dot_loop,       8};
+    return ops;
+}
+
+const IsaOps& avx512_ops() {
+    static const IsaOps ops = {Isa::kAvx512,        avx512::act_quant_rows, 2,
+                               avx512::decode_acts, avx512::gemm_fp8,       avx512::gemm_fp4,
+                               avx512::gemm_bf16,   avx512::gemm_f32_bf16w, avx512::gemm_f32,
+                               avx512::sparse_attn, avx512::index_scores,   avx512::read_stream,
+                               avx512::fma_loop,    avx512::dot_loop,       16};
+    return ops;
+}
+
+namespace {
+
+// Plain-function entries for the table, one set per ISA.
+template <const IsaOps& (*Ops)()>
+struct Entries {
+    static void act_quant(const bf16* x, int64_t n, int64_t k, uint8_t* codes, uint8_t* scales, ThreadPool& pool) {
+        cpu::act_quant(Ops(), x, n, k, codes, scales, pool);
+    }
+    static void gemm_fp8(const Fp8Acts& a, const Fp8Matrix& w, bf16* out, int64_t ldo, ThreadPool& pool) {
+        cpu::gemm_fp8(Ops(), a, w, out, ldo, pool);
+    }
+    static void gemm_fp8_f32(const Fp8Acts& a, const Fp8Matrix& w, float* out, int64_t ldo, ThreadPool& pool) {
+        cpu::gemm_fp8_f32(Ops(), a, w, out, ldo, pool);
+    }
+    static void gemm_fp4(const Fp8Acts& a, const Fp4Matrix& w, bf16* out, int64_t ldo, ThreadPool& pool) {
+        cpu::gemm_fp4(Ops(), a, w, out, ldo, pool);
+    }
+    static void gemm_bf16(const bf16* x, int64_t n, const Bf16Matrix& w, bf16* out, int64_t ldo, ThreadPool& pool) {
+        cpu::gemm_bf16(Ops(), x, n, w, out, ldo, pool);
+    }
+    static void gemm_f32_bf16w(const float* x, int64_t n, const Bf16Matrix& w, float* out, int64_t ldo,
+                               ThreadPool& pool) {
+        cpu::gemm_f32_bf16w(Ops(), x, n, w, out, ldo, pool);
+    }
+    static void gemm_f32(const float* x, int64_t n, const F32Matrix& w, float* out, int64_t ldo, ThreadPool& pool) {
+        cpu::gemm_f32(Ops(), x, n, w, out, ldo, pool);
+    }
+    static void sparse_attn(const bf16* q, int64_t m, int heads, int dim, const bf16* kv, const int32_t* idx, int topk,
+                            const float* sink, float scale, bf16* out, ThreadPool& pool) {
+        cpu::sparse_attn(Ops(), q, m, heads, dim, kv, idx, topk, sink, scale, out, pool);
+    }
+    static void index_scores(const bf16* q, int64_t m, int heads, int dim, const bf16* keys, int64_t n, const bf16* w,
+                             float* out, int64_t ldo, ThreadPool& pool) {
+        cpu::index_scores(Ops(), q, m, heads, dim, keys, n, w, out, ldo, pool);
+    }
+    static Kernels table(Isa isa) {
+        return Kernels{.isa = isa,
+                       .prepare_fp8 = prepare_fp8,
+                       .prepare_fp4 = prepare_fp4,
+                       .act_quant = act_quant,
+                       .gemm_fp8 = gemm_fp8,
+                       .gemm_fp8_f32 = gemm_fp8_f32,
+                       .gemm_fp4 = gemm_fp4,
+                       .gemm_bf16 = gemm_bf16,
+                       .gemm_f32_bf16w = gemm_f32_bf16w,
+                       .gemm_f32 = gemm_f32,
+                       .sparse_attn = sparse_attn,
+                       .index_scores = index_scores};
+    }
+};
+
+}  // namespace
+
+const Kernels* avx2_kernels() {
+    const CpuFeatures& f = cpu_features();
+    if (!(f.avx2 && f.fma && f.f16c)) return nullptr;
+    static const Kernels table = Entries<avx2_ops>::table(Isa::kAvx2);
+    return &table;
+}
+
+const Kernels* avx512_kernels() {
+    const CpuFeatures& f = cpu_features();
+    if (!(f.avx512f && f.avx512bw && f.avx512vl && f.avx512dq && f.avx512_bf16 && f.avx512_vbmi && f.avx2 && f.fma))
+        return nullptr;
+    static const Kernels table = Entries<avx512_ops>::table(Isa::kAvx512);
+    return &table;
+}
 
 }  // namespace deepinfer::backend::cpu

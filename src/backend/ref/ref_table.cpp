@@ -2,10 +2,37 @@
 #include "backend/ref/ref_kernels.h"
 
 namespace deepinfer::backend::ref {
+namespace {
+
+// The reference reads the checkpoint layout only.
+void prepare_fp8(const Fp8Matrix& w, PackedWeight* out, ThreadPool&) {
+    out->layout = PackedLayout::kNone;
+    out->rows = w.rows;
+    out->cols = w.cols;
+    out->data = AlignedBuffer();
+}
+void prepare_fp4(const Fp4Matrix& w, PackedWeight* out, ThreadPool&) {
+    out->layout = PackedLayout::kNone;
+    out->rows = w.rows;
+    out->cols = w.cols;
+    out->data = AlignedBuffer();
+}
+
+}  // namespace
 
 const Kernels& kernels() {
-    static const Kernels table = {Isa::kScalar, act_quant, gemm_fp8, gemm_fp8_f32, gemm_fp4, gemm_bf16, gemm_f32_bf16w, gemm_f32,
-                                  sparse_attn, index_scores};
+    static const Kernels table = {.isa = Isa::kScalar,
+                                  .prepare_fp8 = prepare_fp8,
+                                  .prepare_fp4 = prepare_fp4,
+                                  .act_quant = act_quant,
+                                  .gemm_fp8 = gemm_fp8,
+                                  .gemm_fp8_f32 = gemm_fp8_f32,
+                                  .gemm_fp4 = gemm_fp4,
+                                  .gemm_bf16 = gemm_bf16,
+                                  .gemm_f32_bf16w = gemm_f32_bf16w,
+                                  .gemm_f32 = gemm_f32,
+                                  .sparse_attn = sparse_attn,
+                                  .index_scores = index_scores};
     return table;
 }
 

@@ -1,0 +1,64 @@
+// Drivers of sparse attention and indexer scores: work split over (query, head group) or (key block,
+// query) so both one decode query and a long prefill keep every thread busy. Head dims that are not a
+// multiple of 32 (never the case in the released model: 512 and 128) use the scalar reference.
+#include <algorithm>
+
+#include "backend/cpu/drivers.h"
+#include "backend/ref/ref_kernels.h"
+#include "core/check.h"
+
+namespace deepinfer::backend::cpu {
+
+void sparse_attn(const IsaOps& ops, const bf16* q, int64_t m, int heads, int dim, const bf16* kv, const int32_t* idx,
+                 int topk, const float* sink, float scale, bf16* out, ThreadPool& pool) {
+    if (dim % 32 != 0) {
+        ref::sparse_attn(q, m, heads, dim, kv, idx, topk, sink, scale, out, pool);
+        return;
+    }
+    if (m == 0 || heads == 0) return;
+    // Split heads only as far as needed to give every thread work (each split repeats the kv gathers).
+    const int64_t want = 2 * static_cast<int64_t>(pool.size());
+    int per_group = heads;
+    while (per_group > 4 && m * ((heads + per_group - 1) / per_group) < want) per_group = (per_group + 1) / 2;
+    const int groups = (heads + per_group - 1) / per_group;
+    for_chunks(
+        pool, m * groups, 1, [&](int) { thread_scratch().attn.ensure(sparse_attn_scratch_bytes(per_group, dim)); },
+        [&](int64_t b, int64_t e, int) {
+            ThreadScratch& s = thread_scratch();
+            for (int64_t task = b; task < e; ++task) {
+                const int64_t i = task / groups;
+                const int h0 = static_cast<int>(task % groups) * per_group;
+                const int h1 = std::min(heads, h0 + per_group);
+                ops.sparse_attn(
+                    SparseAttnTask{q, heads, dim, kv, idx, topk, sink, scale, out, i, i + 1, h0, h1, s.attn.data()});
+            }
+        });
+}
+
+void index_scores(const IsaOps& ops, const bf16* q, int64_t m, int heads, int dim, const bf16* keys, int64_t n,
+                  const bf16* w, float* out, int64_t ldo, ThreadPool& pool) {
+    if (dim % 32 != 0) {
+        ref::index_scores(q, m, heads, dim, keys, n, w, out, ldo, pool);
+        return;
+    }
+    if (m == 0 || n == 0) return;
+    constexpr int64_t kKeyBlock = 64;
+    const int64_t key_blocks = (n + kKeyBlock - 1) / kKeyBlock;
+    const int64_t tasks = key_blocks * m;
+    for_chunks(
+        pool, tasks, std::max<int64_t>(1, tasks / (8 * static_cast<int64_t>(pool.size()))),
+        [&](int) { thread_scratch().attn.ensure(index_scores_scratch_bytes(heads, dim)); },
+        [&](int64_t b, int64_t e, int) {
+            // Tasks are numbered key block major, so a range is a run of queries per key block: one
+            // transpose of the block serves all of them.
+            for (int64_t task = b; task < e;) {
+                const int64_t kb = task / m, i0 = task % m;
+                const int64_t i1 = std::min<int64_t>(m, i0 + (e - task));
+                ops.index_scores(IndexScoresTask{q, heads, dim, keys, w, out, ldo, i0, i1, kb * kKeyBlock,
+                                                 std::min(n, (kb + 1) * kKeyBlock), thread_scratch().attn.data()});
+                task += i1 - i0;
+            }
+        });
+}
+
+}  // namespace deepinfer::backend::cpu

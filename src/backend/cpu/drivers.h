@@ -1,0 +1,41 @@
+// Drivers of the CPU kernel tables: argument checks, threading over the ThreadPool, per-thread scratch,
+// packing of unprepared weights, and the hand-off to an ISA's routines (x86/isa_ops.h).
+#pragma once
+
+#include <functional>
+
+#include "backend/cpu/x86/isa_ops.h"
+#include "backend/kernels.h"
+
+namespace deepinfer::backend::cpu {
+
+void act_quant(const IsaOps& ops, const bf16* x, int64_t n, int64_t k, uint8_t* codes, uint8_t* scales,
+               ThreadPool& pool);
+void gemm_fp8(const IsaOps& ops, const Fp8Acts& a, const Fp8Matrix& w, bf16* out, int64_t ldo, ThreadPool& pool);
+void gemm_fp8_f32(const IsaOps& ops, const Fp8Acts& a, const Fp8Matrix& w, float* out, int64_t ldo, ThreadPool& pool);
+void gemm_fp4(const IsaOps& ops, const Fp8Acts& a, const Fp4Matrix& w, bf16* out, int64_t ldo, ThreadPool& pool);
+void gemm_bf16(const IsaOps& ops, const bf16* x, int64_t n, const Bf16Matrix& w, bf16* out, int64_t ldo,
+               ThreadPool& pool);
+void gemm_f32_bf16w(const IsaOps& ops, const float* x, int64_t n, const Bf16Matrix& w, float* out, int64_t ldo,
+                    ThreadPool& pool);
+void gemm_f32(const IsaOps& ops, const float* x, int64_t n, const F32Matrix& w, float* out, int64_t ldo,
+              ThreadPool& pool);
+void sparse_attn(const IsaOps& ops, const bf16* q, int64_t m, int heads, int dim, const bf16* kv, const int32_t* idx,
+                 int topk, const float* sink, float scale, bf16* out, ThreadPool& pool);
+void index_scores(const IsaOps& ops, const bf16* q, int64_t m, int heads, int dim, const bf16* keys, int64_t n,
+                  const bf16* w, float* out, int64_t ldo, ThreadPool& pool);
+
+// Run fn(begin, end, thread) over [0, n) in chunks of `chunk` claimed dynamically by the pool's threads:
+// a thread that starts late (preempted on a busy machine) takes fewer chunks instead of holding up the call.
+// setup(thread) runs once on each thread before it claims chunks (e.g. per-thread activation decode);
+// it is skipped by a thread that finds no chunk left.
+void for_chunks(ThreadPool& pool, int64_t n, int64_t chunk, const std::function<void(int)>& setup,
+                const std::function<void(int64_t, int64_t, int)>& fn);
+
+// Per-thread scratch, grown on demand and kept for the thread's lifetime (pool threads are long-lived).
+struct ThreadScratch {
+    AlignedBuffer acts, act_scales, gemm, pack, attn;
+};
+ThreadScratch& thread_scratch();
+
+}  // namespace deepinfer::backend::cpu

@@ -1,0 +1,64 @@
+// Timing of the ISA probe loops over the ThreadPool (see machine_probe.h).
+#include "backend/cpu/machine_probe.h"
+
+#include <atomic>
+#include <chrono>
+
+#include "backend/cpu/x86/isa_ops.h"
+#include "backend/kernels.h"
+
+namespace deepinfer::backend::cpu {
+namespace {
+
+const IsaOps& ops_for(Isa isa) { return isa == Isa::kAvx512 ? avx512_ops() : avx2_ops(); }
+
+double seconds_since(std::chrono::steady_clock::time_point t0) {
+    return std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+}
+
+}  // namespace
+
+bool isa_supported(Isa isa) {
+    switch (isa) {
+        case Isa::kScalar: return true;
+        case Isa::kAvx2: return avx2_kernels() != nullptr;
+        case Isa::kAvx512: return avx512_kernels() != nullptr;
+    }
+    return false;
+}
+
+double measure_read_gbps(Isa isa, const uint8_t* buf, size_t bytes, ThreadPool& pool) {
+    const IsaOps& ops = ops_for(isa == Isa::kScalar ? Isa::kAvx2 : isa);
+    const size_t blocks = bytes / 256;
+    std::atomic<uint64_t> sink{0};
+    const auto t0 = std::chrono::steady_clock::now();
+    pool.parallel_for(blocks, [&](size_t b, size_t e, int) { sink += ops.read_stream(buf + b * 256, (e - b) * 256); });
+    const double s = seconds_since(t0);
+    return sink.load() == 1 ? 0.0 : static_cast<double>(blocks * 256) / s / 1e9;  // sink keeps the reads alive
+}
+
+namespace {
+constexpr int64_t kProbeIters = 20'000'000;
+}  // namespace
+
+double peak_probe_flops_per_thread(Isa isa, bool bf16_dot) {
+    const IsaOps& ops = ops_for(isa == Isa::kScalar ? Isa::kAvx2 : isa);
+    const bool real_dot = bf16_dot && isa == Isa::kAvx512;
+    return 12.0 * ops.vector_floats * (real_dot ? 4.0 : 2.0) * static_cast<double>(kProbeIters);
+}
+
+double measure_peak_gflops(Isa isa, bool bf16_dot, ThreadPool& pool) {
+    const IsaOps& ops = ops_for(isa == Isa::kScalar ? Isa::kAvx2 : isa);
+    const bool real_dot = bf16_dot && isa == Isa::kAvx512;
+    const int64_t iters = kProbeIters;
+    std::atomic<int> sink{0};
+    const auto t0 = std::chrono::steady_clock::now();
+    pool.run_on_all([&](int) {
+        const float r = real_dot ? ops.dot_loop(iters) : ops.fma_loop(iters);
+        if (r == 1.2345f) ++sink;
+    });
+    const double s = seconds_since(t0);
+    return peak_probe_flops_per_thread(isa, bf16_dot) * pool.size() / s / 1e9 + sink.load();
+}
+
+}  // namespace deepinfer::backend::cpu

@@ -1,0 +1,25 @@
+// Machine limits measured the way the kernels use the machine, for bench-ops: streaming read bandwidth
+// with all threads, and peak FLOP/s of fp32 FMAs and bf16 dot products (vdpbf16ps) per ISA.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+
+#include "core/cpu_features.h"
+#include "core/thread_pool.h"
+
+namespace deepinfer::backend::cpu {
+
+// Whether the ISA's kernels (and probes) run on this CPU.
+bool isa_supported(Isa isa);
+
+// GB/s of one pass over buf (64-byte aligned, bytes a multiple of 256), split over the pool's threads.
+double measure_read_gbps(Isa isa, const uint8_t* buf, size_t bytes, ThreadPool& pool);
+
+// GFLOP/s of dependency-free vector loops on every thread of the pool: fp32 FMA (2 flops per lane) or
+// bf16 dot products (4 flops per fp32 lane: two multiply-adds; the fp32 FMA loop on AVX2).
+double measure_peak_gflops(Isa isa, bool bf16_dot, ThreadPool& pool);
+// The floating-point operations each thread performs in one measure_peak_gflops call.
+double peak_probe_flops_per_thread(Isa isa, bool bf16_dot);
+
+}  // namespace deepinfer::backend::cpu

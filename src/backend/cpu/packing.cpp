@@ -1,0 +1,113 @@
+// Scalar packers of the layouts documented in packing.h. They run once per weight at load time (and per
+// call for unprepared weights), moving whole column pairs (fp8) or nibble quadruples (fp4) at a time.
+#include "backend/cpu/packing.h"
+
+#include <cstring>
+
+#include "core/check.h"
+
+namespace deepinfer::backend::cpu {
+
+namespace {
+
+uint16_t load16(const uint8_t* p) {
+    uint16_t v;
+    std::memcpy(&v, p, 2);
+    return v;
+}
+uint32_t load32(const uint8_t* p) {
+    uint32_t v;
+    std::memcpy(&v, p, 4);
+    return v;
+}
+// Four nibbles held in the low halves of four bytes -> one 16-bit word (byte 0's nibble lowest).
+uint16_t compress_nibbles(uint32_t x) {
+    x = (x | (x >> 4)) & 0x00ff00ffu;
+    return static_cast<uint16_t>((x | (x >> 8)) & 0xffffu);
+}
+
+}  // namespace
+
+void pack_fp8_groups(const Fp8Matrix& w, int64_t g0, int64_t g1, uint8_t* codes_dst, uint8_t* scales_dst) {
+    DI_CHECK_MSG(w.cols % 32 == 0, "fp8 weight cols {} not a multiple of 32", w.cols);
+    const int64_t kb_count = w.cols / 32, scale_cols = (w.cols + 31) / 32;
+    for (int64_t g = g0; g < g1; ++g) {
+        uint8_t* dst = codes_dst + (g - g0) * kGroupRows * w.cols;
+        std::memset(dst, 0, kGroupRows * w.cols);
+        for (int r = 0; r < kGroupRows; ++r) {
+            const int64_t row = g * kGroupRows + r;
+            if (row >= w.rows) continue;
+            const uint8_t* src = w.codes + row * w.cols;
+            const int lane = r / 4, d = r % 4;
+            // column pair (4c + 2h, 4c + 2h + 1) of this row -> 16-bit word 8 lane + 4 h + d of chunk c
+            for (int64_t kb = 0; kb < kb_count; ++kb)
+                for (int c = 0; c < 8; ++c)
+                    for (int h = 0; h < 2; ++h) {
+                        const uint16_t pair = load16(src + kb * 32 + c * 4 + h * 2);
+                        std::memcpy(dst + kb * kFp8BlockBytes + c * 64 + 2 * (8 * lane + 4 * h + d), &pair, 2);
+                    }
+        }
+        for (int64_t kb = 0; kb < kb_count; ++kb)
+            scales_dst[(g - g0) * kb_count + kb] = w.scales[(g * kGroupRows / 32) * scale_cols + kb];
+    }
+}
+
+void pack_fp4_groups(const Fp4Matrix& w, int64_t g0, int64_t g1, uint8_t* codes_dst, uint8_t* scales_dst) {
+    DI_CHECK_MSG(w.cols % 32 == 0, "fp4 weight cols {} not a multiple of 32", w.cols);
+    const int64_t kb_count = w.cols / 32, row_bytes = w.cols / 2;
+    for (int64_t g = g0; g < g1; ++g) {
+        uint8_t* dst = codes_dst + (g - g0) * kGroupRows * row_bytes;
+        std::memset(dst, 0, kGroupRows * row_bytes);
+        for (int r = 0; r < kGroupRows; ++r) {
+            const int64_t row = g * kGroupRows + r;
+            if (row >= w.rows) continue;
+            const uint8_t* src = w.packed + row * row_bytes;
+            // the 4 bytes of columns 8c..8c+7: even columns (low nibbles) -> word 2r, odd -> word 2r + 1
+            for (int64_t kb = 0; kb < kb_count; ++kb)
+                for (int c = 0; c < 4; ++c) {
+                    const uint32_t u = load32(src + kb * 16 + c * 4);
+                    const uint16_t even = compress_nibbles(u & 0x0f0f0f0fu),
+                                   odd = compress_nibbles((u >> 4) & 0x0f0f0f0fu);
+                    uint8_t* chunk = dst + kb * kFp4BlockBytes + c * 64;
+                    std::memcpy(chunk + 4 * r, &even, 2);
+                    std::memcpy(chunk + 4 * r + 2, &odd, 2);
+                }
+        }
+        uint8_t* sdst = scales_dst + (g - g0) * kGroupRows * kb_count;
+        for (int64_t kb = 0; kb < kb_count; ++kb)
+            for (int r = 0; r < kGroupRows; ++r) {
+                const int64_t row = g * kGroupRows + r;
+                sdst[kb * kGroupRows + r] = row < w.rows ? w.scales[row * kb_count + kb] : 127;
+            }
+    }
+}
+
+void prepare_fp8(const Fp8Matrix& w, PackedWeight* out, ThreadPool& pool) {
+    const int64_t groups = row_groups(w.rows);
+    const int64_t code_bytes = fp8_packed_code_bytes(groups, w.cols);
+    out->layout = PackedLayout::kFp8R16K4;
+    out->rows = w.rows;
+    out->cols = w.cols;
+    out->data.allocate(static_cast<size_t>(code_bytes + fp8_packed_scale_bytes(groups, w.cols)));
+    uint8_t* base = out->data.data();
+    pool.parallel_for(static_cast<size_t>(groups), [&](size_t g0, size_t g1, int) {
+        pack_fp8_groups(w, g0, g1, base + fp8_packed_code_bytes(g0, w.cols),
+                        base + code_bytes + fp8_packed_scale_bytes(g0, w.cols));
+    });
+}
+
+void prepare_fp4(const Fp4Matrix& w, PackedWeight* out, ThreadPool& pool) {
+    const int64_t groups = row_groups(w.rows);
+    const int64_t code_bytes = fp4_packed_code_bytes(groups, w.cols);
+    out->layout = PackedLayout::kFp4R16K8;
+    out->rows = w.rows;
+    out->cols = w.cols;
+    out->data.allocate(static_cast<size_t>(code_bytes + fp4_packed_scale_bytes(groups, w.cols)));
+    uint8_t* base = out->data.data();
+    pool.parallel_for(static_cast<size_t>(groups), [&](size_t g0, size_t g1, int) {
+        pack_fp4_groups(w, g0, g1, base + fp4_packed_code_bytes(g0, w.cols),
+                        base + code_bytes + fp4_packed_scale_bytes(g0, w.cols));
+    });
+}
+
+}  // namespace deepinfer::backend::cpu

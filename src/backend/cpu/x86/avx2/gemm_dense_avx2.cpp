@@ -1,0 +1,181 @@
+// AVX2 dense GEMMs: bf16 x bf16 -> bf16 and fp32 x bf16 -> fp32 with fp32 FMAs, and fp32 x fp32 -> fp32 in
+// the reference's exact order (see gemm_f32). In the first two every output is one dot product with k in
+// the lanes (8 partial sums, a fixed horizontal sum, then the k % 8 tail in order), computed the same way for
+// any number of activation rows: a row's result does not depend on the batch it is in (row invariance,
+// tests/ops/row_invariance_test.cpp). Few rows (decode) stream
+// each weight row once; many rows walk the weight in 16-row blocks that stay in L2 while every activation
+// row passes over them.
+#include <immintrin.h>
+
+#include <cstdint>
+
+#include "backend/cpu/x86/avx2/avx2_common.h"
+#include "backend/cpu/x86/isa_ops.h"
+
+namespace deepinfer::backend::cpu::avx2 {
+namespace {
+
+constexpr int64_t kBlockedMinRows = 16;  // activation rows from which the weight is walked in blocks
+constexpr int64_t kBlockRows = 16;
+
+struct Bf16 {
+    using T = uint16_t;
+    static __m256 load8(const T* p) { return load_bf16(p); }
+    static float one(const T* p) {
+        const uint32_t bits = static_cast<uint32_t>(*p) << 16;
+        float f;
+        __builtin_memcpy(&f, &bits, 4);
+        return f;
+    }
+};
+struct F32 {
+    using T = float;
+    static __m256 load8(const T* p) { return _mm256_loadu_ps(p); }
+    static float one(const T* p) { return *p; }
+};
+
+// ---- GEMV: k in the lanes, 4 weight rows x up to 2 activation rows per pass --------------------------
+// The 4 rows of a pass come from the 4 quarters of the task's rows: rows read side by side from adjacent
+// addresses measured ~30% below the read bandwidth, rows >= 4 rows apart within 5-10%.
+
+template <class X, class W, int RW, int RA>
+void gemv_tile(const typename X::T* x, int64_t k, const typename W::T* const* w, float (&res)[4][2]) {
+    __m256 acc[RW][RA];
+#pragma GCC unroll 16
+    for (int r = 0; r < RW; ++r)
+#pragma GCC unroll 16
+        for (int a = 0; a < RA; ++a) acc[r][a] = _mm256_setzero_ps();
+    int64_t col = 0;
+    for (; col + 8 <= k; col += 8) {
+        __m256 xv[RA];
+#pragma GCC unroll 16
+        for (int a = 0; a < RA; ++a) xv[a] = X::load8(x + a * k + col);
+#pragma GCC unroll 16
+        for (int r = 0; r < RW; ++r) {
+            const __m256 wv = W::load8(w[r] + col);
+#pragma GCC unroll 16
+            for (int a = 0; a < RA; ++a) acc[r][a] = _mm256_fmadd_ps(wv, xv[a], acc[r][a]);
+        }
+    }
+#pragma GCC unroll 16
+    for (int r = 0; r < RW; ++r)
+#pragma GCC unroll 16
+        for (int a = 0; a < RA; ++a) {
+            float s = hsum(acc[r][a]);
+            for (int64_t c = col; c < k; ++c) s += X::one(x + a * k + c) * W::one(w[r] + c);
+            res[r][a] = s;
+        }
+}
+
+// Weight rows [j0, j1) against every activation row, 4 rows per pass taken from the 4 quarters of the range.
+template <class X, class W, class Store>
+void gemv_range(const DenseGemmTask& t, int64_t j0, int64_t j1, const Store& store) {
+    const auto* x = static_cast<const typename X::T*>(t.x);
+    const auto* w = static_cast<const typename W::T*>(t.w);
+    const int64_t quarter = (j1 - j0) / 4;
+    auto pass = [&](int rw, const int64_t(&rows)[4]) {
+        const typename W::T* wr[4];
+        for (int r = 0; r < rw; ++r) wr[r] = w + rows[r] * t.k;
+        for (int64_t i = 0; i < t.n; i += 2) {
+            float res[4][2] = {};
+            const bool two = t.n - i >= 2;
+            if (rw == 4)
+                two ? gemv_tile<X, W, 4, 2>(x + i * t.k, t.k, wr, res)
+                    : gemv_tile<X, W, 4, 1>(x + i * t.k, t.k, wr, res);
+            else
+                two ? gemv_tile<X, W, 1, 2>(x + i * t.k, t.k, wr, res)
+                    : gemv_tile<X, W, 1, 1>(x + i * t.k, t.k, wr, res);
+            for (int r = 0; r < rw; ++r)
+                for (int a = 0; a < (two ? 2 : 1); ++a) store(i + a, rows[r], res[r][a]);
+        }
+    };
+    for (int64_t j = j0; j < j0 + quarter; ++j) pass(4, {j, j + quarter, j + 2 * quarter, j + 3 * quarter});
+    for (int64_t j = j0 + 4 * quarter; j < j1; ++j) pass(1, {j, j, j, j});
+}
+
+template <class X, class W, class Store>
+void gemm_any(const DenseGemmTask& t, const Store& store) {
+    if (t.n < kBlockedMinRows) {
+        gemv_range<X, W>(t, 0, t.rows, store);
+        return;
+    }
+    for (int64_t j = 0; j < t.rows; j += kBlockRows)
+        gemv_range<X, W>(t, j, j + kBlockRows < t.rows ? j + kBlockRows : t.rows, store);
+}
+
+inline uint16_t float_to_bf16_bits(float v) {
+    return static_cast<uint16_t>(_mm_extract_epi16(to_bf16(_mm256_set1_ps(v)), 0));
+}
+
+}  // namespace
+
+void gemm_bf16(const DenseGemmTask& t) {
+    auto* out = static_cast<uint16_t*>(t.out);
+    gemm_any<Bf16, Bf16>(t, [&](int64_t i, int64_t j, float v) { out[i * t.ldo + j] = float_to_bf16_bits(v); });
+}
+
+void gemm_f32_bf16w(const DenseGemmTask& t) {
+    auto* out = static_cast<float*>(t.out);
+    gemm_any<F32, Bf16>(t, [&](int64_t i, int64_t j, float v) { out[i * t.ldo + j] = v; });
+}
+
+// ---- fp32 weights: the reference's order exactly ----------------------------------------------------
+// gemm_f32 carries the mHC mixes (spec §5.2), whose Sinkhorn output steers every residual stream; it
+// computes what backend/ref computes bit for bit: k in order, a separate multiply and add per term (the
+// reference is built with -ffp-contract=off). 8 weight rows sit in the lanes, transposed in registers
+// 8 columns at a time; tiles of up to 4 activation rows.
+namespace {
+
+template <int R>
+void f32_ordered_tile(const float* w, int64_t k, int64_t valid, const float* x, __m256 (&acc)[4]) {
+#pragma GCC unroll 4
+    for (int a = 0; a < R; ++a) acc[a] = _mm256_setzero_ps();
+    int64_t col = 0;
+    for (; col + 8 <= k; col += 8) {
+        __m256 blk[8];
+#pragma GCC unroll 8
+        for (int r = 0; r < 8; ++r) blk[r] = r < valid ? _mm256_loadu_ps(w + r * k + col) : _mm256_setzero_ps();
+        transpose8(blk);
+#pragma GCC unroll 8
+        for (int c = 0; c < 8; ++c)
+#pragma GCC unroll 4
+            for (int a = 0; a < R; ++a)
+                acc[a] = _mm256_add_ps(acc[a], _mm256_mul_ps(blk[c], _mm256_broadcast_ss(x + a * k + col + c)));
+    }
+    for (; col < k; ++col) {
+        alignas(32) float column[8] = {};
+        for (int64_t r = 0; r < valid; ++r) column[r] = w[r * k + col];
+        const __m256 wc = _mm256_load_ps(column);
+#pragma GCC unroll 4
+        for (int a = 0; a < R; ++a)
+            acc[a] = _mm256_add_ps(acc[a], _mm256_mul_ps(wc, _mm256_broadcast_ss(x + a * k + col)));
+    }
+}
+
+}  // namespace
+
+void gemm_f32(const DenseGemmTask& t) {
+    auto* out = static_cast<float*>(t.out);
+    const auto* w = static_cast<const float*>(t.w);
+    const auto* x = static_cast<const float*>(t.x);
+    for (int64_t j = 0; j < t.rows; j += 8) {
+        const int64_t valid = t.rows - j < 8 ? t.rows - j : 8;
+        for (int64_t i = 0; i < t.n; i += 4) {
+            const int64_t ra = t.n - i < 4 ? t.n - i : 4;
+            __m256 acc[4];
+            switch (ra) {
+                case 4: f32_ordered_tile<4>(w + j * t.k, t.k, valid, x + i * t.k, acc); break;
+                case 3: f32_ordered_tile<3>(w + j * t.k, t.k, valid, x + i * t.k, acc); break;
+                case 2: f32_ordered_tile<2>(w + j * t.k, t.k, valid, x + i * t.k, acc); break;
+                default: f32_ordered_tile<1>(w + j * t.k, t.k, valid, x + i * t.k, acc); break;
+            }
+            for (int64_t a = 0; a < ra; ++a) {
+                alignas(32) float lanes[8];
+                _mm256_store_ps(lanes, acc[a]);
+                for (int64_t r = 0; r < valid; ++r) out[(i + a) * t.ldo + j + r] = lanes[r];
+            }
+        }
+    }
+}
+
+}  // namespace deepinfer::backend::cpu::avx2

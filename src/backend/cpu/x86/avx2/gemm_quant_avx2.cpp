@@ -1,0 +1,249 @@
+// AVX2 block-scaled GEMMs (fp8 x fp8, fp8 x MXFP4) on the packed layouts of backend/cpu/packing.h. Weights
+// are decoded to fp32 columns of 8 rows (fp8 through the F16C converter as value * 2^-8; e2m1 through an
+// int8 table as 2^25 * value) and activation rows run over them with FMAs in column order.
+// Products are exact, so each FMA rounds like the reference's `partial += a * w`: the block partials,
+// and with them the whole result, are bit-identical to the scalar reference (spec §4.3).
+#include <immintrin.h>
+
+#include <cstdint>
+
+#include "backend/cpu/x86/avx2/avx2_common.h"
+#include "backend/cpu/x86/isa_ops.h"
+
+namespace deepinfer::backend::cpu::avx2 {
+namespace {
+
+// Decoders of one 64-byte chunk (packing.h) into fp32 column vectors: f(j, rows 0-7, rows 8-15) receives
+// column j of the chunk for both halves of the row group. Decoded values are weight / kValueScale.
+struct Fp8Chunk {
+    static constexpr int kCols = 4, kChunks = 8;
+    static constexpr int64_t kBlockBytes = 512;
+    static constexpr float kValueScale = 256.0f;  // through F16C as value * 2^-8
+    // 32 bytes (8 rows x 4 columns) -> fp16 words: lane 0 columns 0 | 1, lane 1 columns 2 | 3
+    static inline void to_fp16(const uint8_t* p, __m256i& w01, __m256i& w23) {
+        // per 128-bit lane: the bytes of columns 0, 1, 2, 3 of the lane's 4 rows, one dword each
+        const __m256i gather = _mm256_setr_epi8(0, 2, 4, 6, 1, 3, 5, 7, 8, 10, 12, 14, 9, 11, 13, 15, 0, 2, 4, 6, 1, 3,
+                                                5, 7, 8, 10, 12, 14, 9, 11, 13, 15);
+        const __m256i sign = _mm256_set1_epi8(static_cast<char>(0x80));
+        __m256i v = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(p));
+        // lane 0: columns 0, 1 of rows 0-7 (8 bytes each); lane 1: columns 2, 3
+        v = _mm256_permutevar8x32_epi32(_mm256_shuffle_epi8(v, gather), _mm256_setr_epi32(0, 4, 1, 5, 2, 6, 3, 7));
+        // e4m3 -> fp16 bytes: sign | eeee mmm shifted right by one bit (value * 2^-8, subnormals too);
+        // code 0x7f / 0xff becomes 0x7f80 / 0xff80, an fp16 NaN
+        __m256i hi = _mm256_or_si256(_mm256_and_si256(v, sign),
+                                     _mm256_and_si256(_mm256_srli_epi16(v, 1), _mm256_set1_epi8(0x3f)));
+        const __m256i nan = _mm256_cmpeq_epi8(_mm256_or_si256(v, sign), _mm256_set1_epi8(-1));
+        hi = _mm256_or_si256(hi, _mm256_and_si256(nan, _mm256_set1_epi8(0x40)));
+        const __m256i lo = _mm256_and_si256(_mm256_slli_epi16(v, 7), sign);
+        w01 = _mm256_unpacklo_epi8(lo, hi);
+        w23 = _mm256_unpackhi_epi8(lo, hi);
+    }
+    template <class F>
+    inline void decode(const uint8_t* p, const F& f) const {
+        __m256i a01, a23, b01, b23;
+        to_fp16(p, a01, a23);
+        to_fp16(p + 32, b01, b23);
+        f(0, _mm256_cvtph_ps(_mm256_castsi256_si128(a01)), _mm256_cvtph_ps(_mm256_castsi256_si128(b01)));
+        f(1, _mm256_cvtph_ps(_mm256_castsi256_si128(a23)), _mm256_cvtph_ps(_mm256_castsi256_si128(b23)));
+        f(2, _mm256_cvtph_ps(_mm256_extracti128_si256(a01, 1)), _mm256_cvtph_ps(_mm256_extracti128_si256(b01, 1)));
+        f(3, _mm256_cvtph_ps(_mm256_extracti128_si256(a23, 1)), _mm256_cvtph_ps(_mm256_extracti128_si256(b23, 1)));
+    }
+};
+
+// e2m1 -> 2 * value as an int8 (table lookup), moved into the top byte of its row's dword by a second
+// byte shuffle, so one int32 -> fp32 conversion gives 2^25 * value exactly.
+struct Fp4Chunk {
+    static constexpr int kCols = 8, kChunks = 4;
+    static constexpr int64_t kBlockBytes = 256;
+    static constexpr float kValueScale = 1.0f / 33554432.0f;  // 2^-25
+    // dword r = row r; bytes of lo: columns 0, 4, 1, 5; of hi: columns 2, 6, 3, 7 (packing.h)
+    static inline void to_int8(const uint8_t* p, __m256i& lo, __m256i& hi) {
+        const __m256i lut =
+            _mm256_broadcastsi128_si256(_mm_load_si128(reinterpret_cast<const __m128i*>(tables::kE2M1Twice.v)));
+        const __m256i nib = _mm256_set1_epi8(0x0f);
+        const __m256i d = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(p));
+        lo = _mm256_shuffle_epi8(lut, _mm256_and_si256(d, nib));
+        hi = _mm256_shuffle_epi8(lut, _mm256_and_si256(_mm256_srli_epi32(d, 4), nib));
+    }
+    static inline __m256i top(int byte) {  // byte `byte` of each dword to its top byte, zeros below
+        const char z = static_cast<char>(0x80), b = static_cast<char>(byte);
+        return _mm256_setr_epi8(z, z, z, b, z, z, z, static_cast<char>(4 + b), z, z, z, static_cast<char>(8 + b), z, z,
+                                z, static_cast<char>(12 + b), z, z, z, b, z, z, z, static_cast<char>(4 + b), z, z, z,
+                                static_cast<char>(8 + b), z, z, z, static_cast<char>(12 + b));
+    }
+    template <class F>
+    inline void decode(const uint8_t* p, const F& f) const {
+        __m256i alo, ahi, blo, bhi;
+        to_int8(p, alo, ahi);
+        to_int8(p + 32, blo, bhi);
+        auto col = [](__m256i v, int byte) { return _mm256_cvtepi32_ps(_mm256_shuffle_epi8(v, top(byte))); };
+        f(0, col(alo, 0), col(blo, 0));
+        f(1, col(alo, 2), col(blo, 2));
+        f(2, col(ahi, 0), col(bhi, 0));
+        f(3, col(ahi, 2), col(bhi, 2));
+        f(4, col(alo, 1), col(blo, 1));
+        f(5, col(alo, 3), col(blo, 3));
+        f(6, col(ahi, 1), col(bhi, 1));
+        f(7, col(ahi, 3), col(bhi, 3));
+    }
+};
+
+// acc[16] += partial * (sw * sa * kValueScale) for one activation row.
+inline void scale_into(float* acc, __m256 p0, __m256 p1, __m256 sw0, __m256 sw1, float sa) {
+    const __m256 s = _mm256_set1_ps(sa);
+    _mm256_store_ps(acc, _mm256_fmadd_ps(p0, _mm256_mul_ps(sw0, s), _mm256_load_ps(acc)));
+    _mm256_store_ps(acc + 8, _mm256_fmadd_ps(p1, _mm256_mul_ps(sw1, s), _mm256_load_ps(acc + 8)));
+}
+
+inline void store_rows(const QuantGemmTask& t, int64_t g, int64_t i, const float* acc) {
+    const int64_t valid = t.rows - g * 16 < 16 ? t.rows - g * 16 : 16;
+    if (t.out_f32) {
+        float* o = t.out_f32 + i * t.ldo + g * 16;
+        for (int64_t r = 0; r < valid; ++r) o[r] = acc[r];
+        return;
+    }
+    auto* o = reinterpret_cast<uint16_t*>(t.out + i * t.ldo + g * 16);
+    alignas(32) uint16_t row[16];
+    _mm_store_si128(reinterpret_cast<__m128i*>(row), to_bf16(_mm256_load_ps(acc)));
+    _mm_store_si128(reinterpret_cast<__m128i*>(row + 8), to_bf16(_mm256_load_ps(acc + 8)));
+    for (int64_t r = 0; r < valid; ++r) o[r] = row[r];
+}
+
+// One row group against R activation rows starting at i0: each half chunk is decoded and used at once
+// by every row (columns in order per lane: the block partials are the reference's, bit for bit).
+template <int R, class Chunk, class Scales>
+void stream_rows(const QuantGemmTask& t, const Chunk& chunk, const Scales& scales_of, int64_t g, int64_t i0) {
+    const int64_t kb_count = t.k / 32;
+    const float* a = static_cast<const float*>(t.acts) + i0 * t.k;
+    float* acc = t.scratch;
+    for (int e = 0; e < 16 * R; e += 8) _mm256_store_ps(acc + e, _mm256_setzero_ps());
+    const uint8_t* codes = t.codes + g * kb_count * Chunk::kBlockBytes;
+    for (int64_t kb = 0; kb < kb_count; ++kb) {
+        __m256 p[R][2];
+#pragma GCC unroll 16
+        for (int r = 0; r < R; ++r) p[r][0] = p[r][1] = _mm256_setzero_ps();
+        const uint8_t* block = codes + kb * Chunk::kBlockBytes;
+#pragma GCC unroll 1
+        for (int c = 0; c < Chunk::kChunks; ++c)
+            chunk.decode(block + 64 * c, [&](int j, __m256 col0, __m256 col1) {
+                const int64_t k = kb * 32 + c * Chunk::kCols + j;
+#pragma GCC unroll 4
+                for (int r = 0; r < R; ++r) {
+                    const __m256 x = _mm256_broadcast_ss(a + r * t.k + k);
+                    p[r][0] = _mm256_fmadd_ps(col0, x, p[r][0]);
+                    p[r][1] = _mm256_fmadd_ps(col1, x, p[r][1]);
+                }
+            });
+        __m256 sw0, sw1;
+        scales_of(g, kb, sw0, sw1);
+        const __m256 f = _mm256_set1_ps(Chunk::kValueScale);
+        sw0 = _mm256_mul_ps(sw0, f);
+        sw1 = _mm256_mul_ps(sw1, f);
+#pragma GCC unroll 16
+        for (int r = 0; r < R; ++r)
+            scale_into(acc + 16 * r, p[r][0], p[r][1], sw0, sw1, t.act_scales[(i0 + r) * kb_count + kb]);
+    }
+#pragma GCC unroll 16
+    for (int r = 0; r < R; ++r) store_rows(t, g, i0 + r, acc + 16 * r);
+}
+
+// Many activation rows: the row group is decoded once into an L2 panel [k][16] (fp32) with its scales,
+// then tiles of R rows run over all of k (partials in registers, accumulators in L1).
+template <int R>
+void panel_tile(const QuantGemmTask& t, const float* panel, const float* sw, int64_t g, int64_t i0) {
+    const int64_t kb_count = t.k / 32;
+    const float* a = static_cast<const float*>(t.acts) + i0 * t.k;
+    float* acc = t.scratch;
+    for (int e = 0; e < 16 * R; e += 8) _mm256_store_ps(acc + e, _mm256_setzero_ps());
+    for (int64_t kb = 0; kb < kb_count; ++kb) {
+        __m256 p[R][2];
+#pragma GCC unroll 16
+        for (int r = 0; r < R; ++r) p[r][0] = p[r][1] = _mm256_setzero_ps();
+        for (int64_t k = kb * 32; k < kb * 32 + 32; ++k) {
+            const __m256 w0 = _mm256_load_ps(panel + k * 16), w1 = _mm256_load_ps(panel + k * 16 + 8);
+#pragma GCC unroll 16
+            for (int r = 0; r < R; ++r) {
+                const __m256 x = _mm256_broadcast_ss(a + r * t.k + k);
+                p[r][0] = _mm256_fmadd_ps(w0, x, p[r][0]);
+                p[r][1] = _mm256_fmadd_ps(w1, x, p[r][1]);
+            }
+        }
+        const __m256 sw0 = _mm256_load_ps(sw + kb * 16), sw1 = _mm256_load_ps(sw + kb * 16 + 8);
+#pragma GCC unroll 16
+        for (int r = 0; r < R; ++r)
+            scale_into(acc + 16 * r, p[r][0], p[r][1], sw0, sw1, t.act_scales[(i0 + r) * kb_count + kb]);
+    }
+#pragma GCC unroll 16
+    for (int r = 0; r < R; ++r) store_rows(t, g, i0 + r, acc + 16 * r);
+}
+
+constexpr int64_t kStreamRows = 4;
+
+template <class Chunk, class Scales>
+void run(const QuantGemmTask& t, const Chunk& chunk, const Scales& scales_of) {
+    const int64_t kb_count = t.k / 32;
+    float* panel = t.scratch + kActRowChunk * 16;
+    float* sw = panel + 16 * t.k;
+    for (int64_t g = 0; g < t.groups; ++g) {
+        if (t.n <= kStreamRows) {
+            switch (t.n) {
+                case 1: stream_rows<1>(t, chunk, scales_of, g, 0); break;
+                case 2: stream_rows<2>(t, chunk, scales_of, g, 0); break;
+                case 3: stream_rows<3>(t, chunk, scales_of, g, 0); break;
+                default: stream_rows<4>(t, chunk, scales_of, g, 0); break;
+            }
+            continue;
+        }
+        const uint8_t* codes = t.codes + g * kb_count * Chunk::kBlockBytes;
+        const __m256 f = _mm256_set1_ps(Chunk::kValueScale);
+        for (int64_t kb = 0; kb < kb_count; ++kb) {
+#pragma GCC unroll 1
+            for (int c = 0; c < Chunk::kChunks; ++c)
+                chunk.decode(codes + kb * Chunk::kBlockBytes + 64 * c, [&](int j, __m256 col0, __m256 col1) {
+                    float* dst = panel + (kb * 32 + c * Chunk::kCols + j) * 16;
+                    _mm256_store_ps(dst, col0);
+                    _mm256_store_ps(dst + 8, col1);
+                });
+            __m256 sw0, sw1;
+            scales_of(g, kb, sw0, sw1);
+            _mm256_store_ps(sw + kb * 16, _mm256_mul_ps(sw0, f));
+            _mm256_store_ps(sw + kb * 16 + 8, _mm256_mul_ps(sw1, f));
+        }
+        int64_t i = 0;
+        for (; i + 6 <= t.n; i += 6) panel_tile<6>(t, panel, sw, g, i);
+        switch (t.n - i) {
+            case 5: panel_tile<5>(t, panel, sw, g, i); break;
+            case 4: panel_tile<4>(t, panel, sw, g, i); break;
+            case 3: panel_tile<3>(t, panel, sw, g, i); break;
+            case 2: panel_tile<2>(t, panel, sw, g, i); break;
+            case 1: panel_tile<1>(t, panel, sw, g, i); break;
+            default: break;
+        }
+    }
+}
+
+}  // namespace
+
+void gemm_fp8(const QuantGemmTask& t) {
+    const int64_t kb_count = t.k / 32;
+    run(t, Fp8Chunk{}, [&](int64_t g, int64_t kb, __m256& sw0, __m256& sw1) {
+        sw0 = sw1 = _mm256_set1_ps(e8m0_to_float(t.scales[g * kb_count + kb]));
+    });
+}
+
+void gemm_fp4(const QuantGemmTask& t) {
+    const int64_t kb_count = t.k / 32;
+    run(t, Fp4Chunk{}, [&](int64_t g, int64_t kb, __m256& sw0, __m256& sw1) {
+        const uint8_t* s = t.scales + (g * kb_count + kb) * 16;
+        sw0 = e8m0_to_ps(s);
+        sw1 = e8m0_to_ps(s + 8);
+    });
+}
+
+void decode_acts(const uint8_t* codes, const uint8_t* scales, int64_t n, int64_t k, void* values, float* act_scales) {
+    auto* out = static_cast<float*>(values);
+    for (int64_t i = 0; i < n * k; ++i) out[i] = tables::kE4M3.v[codes[i]];
+    for (int64_t j = 0; j < n * (k / 32); ++j) act_scales[j] = e8m0_to_float(scales[j]);
+}
+
+}  // namespace deepinfer::backend::cpu::avx2

@@ -1,0 +1,211 @@
+// AVX-512 dense GEMMs: bf16 x bf16 -> bf16 (vdpbf16ps: products exact, fp32 sums), fp32 x bf16 -> fp32
+// (FMA), and fp32 x fp32 -> fp32 in the reference's exact order (see gemm_f32). In the first two every
+// output is one dot product with k in the lanes (16 partial sums, then a fixed horizontal sum), computed
+// the same way for any number of activation rows: a row's result does not depend on the batch it is in
+// (row invariance, tests/ops/row_invariance_test.cpp), which the engine's batched / chunked / speculative
+// equalities rest on. Few rows (decode) stream each weight row once; many
+// rows walk the weight in 16-row blocks that stay in L2 while every activation row passes over them.
+#include <immintrin.h>
+
+#include <cstdint>
+
+#include "backend/cpu/x86/avx512/avx512_common.h"
+#include "backend/cpu/x86/isa_ops.h"
+
+namespace deepinfer::backend::cpu::avx512 {
+namespace {
+
+// From this many activation rows on, the weight is walked in L2-resident blocks of kBlockRows rows.
+constexpr int64_t kBlockedMinRows = 16;
+constexpr int64_t kBlockRows = 16;
+
+// ---- weight formats: load 16 (or a masked tail of) columns of one row as fp32 / 32 columns as bf16 ----
+
+struct Bf16W {
+    static __m512 load16(const void* row, int64_t col, __mmask16 m) {
+        const auto* p = static_cast<const uint16_t*>(row) + col;
+        return from_bf16(_mm256_maskz_loadu_epi16(m, p));
+    }
+};
+
+inline float hsum(__m512 v) { return _mm512_reduce_add_ps(v); }
+
+// ---- GEMV: k in the lanes, 4 weight rows x up to 4 activation rows per pass ---------------------------
+// The 4 rows of a pass come from the 4 quarters of the task's rows: rows read side by side from adjacent
+// addresses (k * 2 bytes apart) measured ~30% below the read bandwidth, rows >= 4 rows apart within 5-10%.
+
+// bf16 x and weights, 32 columns per step.
+struct Bf16Step {
+    static constexpr int kCols = 32;
+    static __m512i load_x(const void* x, int64_t col, int64_t k) {
+        return _mm512_maskz_loadu_epi16(mask(col, k), static_cast<const uint16_t*>(x) + col);
+    }
+    static __m512 madd(__m512 acc, const void* w, __m512i x, int64_t col, int64_t k) {
+        const __m512i wv = _mm512_maskz_loadu_epi16(mask(col, k), static_cast<const uint16_t*>(w) + col);
+        return _mm512_dpbf16_ps(acc, (__m512bh)wv, (__m512bh)x);
+    }
+    static __mmask32 mask(int64_t col, int64_t k) {
+        const int64_t left = k - col;
+        return left >= 32 ? static_cast<__mmask32>(0xffffffffu) : static_cast<__mmask32>((1u << left) - 1u);
+    }
+};
+// fp32 x against weights W (bf16), 16 columns per step.
+template <class W>
+struct F32Step {
+    static constexpr int kCols = 16;
+    static __m512i load_x(const void* x, int64_t col, int64_t k) {
+        return _mm512_castps_si512(_mm512_maskz_loadu_ps(lane_mask(k - col), static_cast<const float*>(x) + col));
+    }
+    static __m512 madd(__m512 acc, const void* w, __m512i x, int64_t col, int64_t k) {
+        return _mm512_fmadd_ps(W::load16(w, col, lane_mask(k - col)), _mm512_castsi512_ps(x), acc);
+    }
+};
+
+// RW weight rows (pointers) against RA activation rows (x_stride bytes apart): res[r][a].
+template <class Step, int RW, int RA>
+inline void gemv_tile(const void* const* w, const uint8_t* x, int64_t x_stride, int64_t k, float (&res)[4][4]) {
+    __m512 acc[RW][RA];
+#pragma GCC unroll 16
+    for (int r = 0; r < RW; ++r)
+#pragma GCC unroll 16
+        for (int a = 0; a < RA; ++a) acc[r][a] = _mm512_setzero_ps();
+    for (int64_t col = 0; col < k; col += Step::kCols) {
+        __m512i xv[RA];
+#pragma GCC unroll 16
+        for (int a = 0; a < RA; ++a) xv[a] = Step::load_x(x + a * x_stride, col, k);
+#pragma GCC unroll 16
+        for (int r = 0; r < RW; ++r)
+#pragma GCC unroll 16
+            for (int a = 0; a < RA; ++a) acc[r][a] = Step::madd(acc[r][a], w[r], xv[a], col, k);
+    }
+#pragma GCC unroll 16
+    for (int r = 0; r < RW; ++r)
+#pragma GCC unroll 16
+        for (int a = 0; a < RA; ++a) res[r][a] = hsum(acc[r][a]);
+}
+
+template <class Step, int RW>
+inline void gemv_rows(const void* const* w, const uint8_t* x, int64_t x_stride, int64_t k, int64_t ra,
+                      float (&res)[4][4]) {
+    switch (ra) {
+        case 4: gemv_tile<Step, RW, 4>(w, x, x_stride, k, res); break;
+        case 3: gemv_tile<Step, RW, 3>(w, x, x_stride, k, res); break;
+        case 2: gemv_tile<Step, RW, 2>(w, x, x_stride, k, res); break;
+        default: gemv_tile<Step, RW, 1>(w, x, x_stride, k, res); break;
+    }
+}
+
+// Weight rows [j0, j1) against every activation row, 4 rows per pass taken from the 4 quarters of the range.
+template <class Step, class Store>
+void gemv_range(const DenseGemmTask& t, int64_t j0, int64_t j1, int64_t w_elem_bytes, int64_t x_elem_bytes,
+                const Store& store) {
+    const auto* w = static_cast<const uint8_t*>(t.w);
+    const auto* x = static_cast<const uint8_t*>(t.x);
+    const int64_t x_stride = t.k * x_elem_bytes, row_bytes = t.k * w_elem_bytes;
+    const int64_t quarter = (j1 - j0) / 4;
+    auto pass = [&](int rw, const int64_t(&rows)[4]) {
+        const void* wr[4];
+        for (int r = 0; r < rw; ++r) wr[r] = w + rows[r] * row_bytes;
+        for (int64_t i = 0; i < t.n; i += 4) {
+            float res[4][4];
+            const int64_t ra = t.n - i >= 4 ? 4 : t.n - i;
+            if (rw == 4) gemv_rows<Step, 4>(wr, x + i * x_stride, x_stride, t.k, ra, res);
+            else gemv_rows<Step, 1>(wr, x + i * x_stride, x_stride, t.k, ra, res);
+            for (int r = 0; r < rw; ++r)
+                for (int64_t a = 0; a < ra; ++a) store(i + a, rows[r], res[r][a]);
+        }
+    };
+    for (int64_t j = j0; j < j0 + quarter; ++j) pass(4, {j, j + quarter, j + 2 * quarter, j + 3 * quarter});
+    for (int64_t j = j0 + 4 * quarter; j < j1; ++j) pass(1, {j, j, j, j});
+}
+
+template <class Step, class Store>
+void gemv(const DenseGemmTask& t, int64_t w_elem_bytes, int64_t x_elem_bytes, const Store& store) {
+    if (t.n < kBlockedMinRows) {
+        gemv_range<Step>(t, 0, t.rows, w_elem_bytes, x_elem_bytes, store);
+        return;
+    }
+    for (int64_t j = 0; j < t.rows; j += kBlockRows)
+        gemv_range<Step>(t, j, j + kBlockRows < t.rows ? j + kBlockRows : t.rows, w_elem_bytes, x_elem_bytes, store);
+}
+
+}  // namespace
+
+void gemm_bf16(const DenseGemmTask& t) {
+    auto* out = static_cast<uint16_t*>(t.out);
+    gemv<Bf16Step>(t, 2, 2, [&](int64_t i, int64_t j, float v) {
+        out[i * t.ldo + j] = static_cast<uint16_t>(_mm256_extract_epi16(to_bf16(_mm512_set1_ps(v)), 0));
+    });
+}
+
+void gemm_f32_bf16w(const DenseGemmTask& t) {
+    auto* out = static_cast<float*>(t.out);
+    gemv<F32Step<Bf16W>>(t, 2, 4, [&](int64_t i, int64_t j, float v) { out[i * t.ldo + j] = v; });
+}
+
+// ---- fp32 weights: the reference's order exactly ----------------------------------------------------
+// gemm_f32 carries the mHC mixes (spec §5.2), whose Sinkhorn output steers every residual stream; it
+// computes what backend/ref computes bit for bit: k in order, a separate multiply and add per term (the
+// reference is built with -ffp-contract=off). 16 weight rows sit in the lanes, transposed in registers
+// 16 columns at a time; tiles of up to 8 activation rows. The matrices are small (24 rows in the released
+// model), so re-reading the 16-row slice for each tile of a prefill costs little.
+namespace {
+
+template <int R>
+void f32_ordered_tile(const float* w, int64_t k, int64_t valid, const float* x, __m512 (&acc)[8]) {
+#pragma GCC unroll 8
+    for (int a = 0; a < R; ++a) acc[a] = _mm512_setzero_ps();
+    int64_t col = 0;
+    for (; col + 16 <= k; col += 16) {
+        __m512i blk[16];
+#pragma GCC unroll 16
+        for (int r = 0; r < 16; ++r)
+            blk[r] = r < valid ? _mm512_castps_si512(_mm512_loadu_ps(w + r * k + col)) : _mm512_setzero_si512();
+        transpose16(blk);
+#pragma GCC unroll 16
+        for (int c = 0; c < 16; ++c) {
+            const __m512 wc = _mm512_castsi512_ps(blk[c]);
+#pragma GCC unroll 8
+            for (int a = 0; a < R; ++a)
+                acc[a] = _mm512_add_ps(acc[a], _mm512_mul_ps(wc, _mm512_set1_ps(x[a * k + col + c])));
+        }
+    }
+    for (; col < k; ++col) {
+        alignas(64) float column[16] = {};
+        for (int64_t r = 0; r < valid; ++r) column[r] = w[r * k + col];
+        const __m512 wc = _mm512_load_ps(column);
+#pragma GCC unroll 8
+        for (int a = 0; a < R; ++a) acc[a] = _mm512_add_ps(acc[a], _mm512_mul_ps(wc, _mm512_set1_ps(x[a * k + col])));
+    }
+}
+
+}  // namespace
+
+void gemm_f32(const DenseGemmTask& t) {
+    auto* out = static_cast<float*>(t.out);
+    const auto* w = static_cast<const float*>(t.w);
+    const auto* x = static_cast<const float*>(t.x);
+    for (int64_t j = 0; j < t.rows; j += 16) {
+        const int64_t valid = t.rows - j < 16 ? t.rows - j : 16;
+        const __mmask16 mask = lane_mask(valid);
+        for (int64_t i = 0; i < t.n; i += 8) {
+            const int64_t ra = t.n - i < 8 ? t.n - i : 8;
+            const float* wj = w + j * t.k;
+            const float* xi = x + i * t.k;
+            __m512 acc[8];
+            switch (ra) {
+                case 8: f32_ordered_tile<8>(wj, t.k, valid, xi, acc); break;
+                case 7: f32_ordered_tile<7>(wj, t.k, valid, xi, acc); break;
+                case 6: f32_ordered_tile<6>(wj, t.k, valid, xi, acc); break;
+                case 5: f32_ordered_tile<5>(wj, t.k, valid, xi, acc); break;
+                case 4: f32_ordered_tile<4>(wj, t.k, valid, xi, acc); break;
+                case 3: f32_ordered_tile<3>(wj, t.k, valid, xi, acc); break;
+                case 2: f32_ordered_tile<2>(wj, t.k, valid, xi, acc); break;
+                default: f32_ordered_tile<1>(wj, t.k, valid, xi, acc); break;
+            }
+            for (int64_t a = 0; a < ra; ++a) _mm512_mask_storeu_ps(out + (i + a) * t.ldo + j, mask, acc[a]);
+        }
+    }
+}
+
+}  // namespace deepinfer::backend::cpu::avx512

@@ -1,0 +1,235 @@
+// AVX-512 (bf16 dot product + VBMI) block-scaled GEMMs: fp8 x fp8 and fp8 x MXFP4 on the packed layouts
+// of backend/cpu/packing.h, and the activation decode they read. Weights are decoded to bf16 in
+// registers (64 packed bytes -> 2 or 4 vectors of 16 rows x one column pair). Spec §4.3: each 32-column block product
+// is exact (e4m3 and e2m1 values are exact in bf16, their products exact in fp32), summed in fp32 per
+// block (vdpbf16ps: order within the block differs from the reference), scaled by sa * sw (powers of two)
+// and accumulated over blocks in order with one FMA; one bf16 rounding at the end.
+#include <immintrin.h>
+
+#include <cstdint>
+#include <cstring>
+
+#include "backend/cpu/x86/avx512/avx512_common.h"
+#include "backend/cpu/x86/isa_ops.h"
+
+namespace deepinfer::backend::cpu::avx512 {
+namespace {
+
+// Decoders of one 64-byte chunk into kVectors registers: vector q holds, in dword lane r, the bf16 pair
+// of columns (2 t, 2 t + 1) of row r with t = kVectors * chunk + q (packing.h).
+struct Fp8Chunks {
+    static constexpr int kVectors = 2, kChunks = 8;
+    static constexpr int64_t kBlockBytes = 512;
+    Fp8ToBf16 dec;
+    inline void decode(const uint8_t* p, __m512i* v) const { dec.decode(_mm512_load_si512(p), v[0], v[1]); }
+};
+
+struct Fp4Chunks {
+    static constexpr int kVectors = 4, kChunks = 4;
+    static constexpr int64_t kBlockBytes = 256;
+    __m512i lut = _mm512_load_si512(tables::kE2M1Bf16x2.v);
+    inline void decode(const uint8_t* p, __m512i* v) const {
+        const __m512i x = _mm512_load_si512(p);
+        v[0] = _mm512_permutexvar_epi16(x, lut);
+        v[1] = _mm512_permutexvar_epi16(_mm512_srli_epi16(x, 4), lut);
+        v[2] = _mm512_permutexvar_epi16(_mm512_srli_epi16(x, 8), lut);
+        v[3] = _mm512_permutexvar_epi16(_mm512_srli_epi16(x, 12), lut);
+    }
+};
+
+inline __m512 dot(__m512 acc, __m512i w, const uint32_t* pair) { return dot_bcast(acc, w, pair); }
+
+inline void store_row(bf16* out, __mmask16 mask, __m512 v) { _mm256_mask_storeu_epi16(out, mask, to_bf16(v)); }
+inline void store_row(float* out, __mmask16 mask, __m512 v) { _mm512_mask_storeu_ps(out, mask, v); }
+
+// Few activation rows (decode): R rows of G consecutive row groups per pass, partial sums and accumulators
+// in registers; each chunk is decoded and used at once. Each output's sum runs in the same order as in
+// panel_tile (one chain over the 16 column pairs of a block, then one FMA per block), so a row's result does
+// not depend on how many rows come with it (row invariance, tests/ops/row_invariance_test.cpp); the G
+// groups give the independent chains that hide the latency of vdpbf16ps when R is small.
+template <int R, int G, class Chunks, class Scales>
+void stream_rows(const QuantGemmTask& t, const Chunks& chunks, const Scales& scale_of, int64_t g0) {
+    const int64_t kb_count = t.k / 32, a_stride = t.k / 2;
+    const auto* acts = static_cast<const uint32_t*>(t.acts);
+    const float* sa = t.act_scales;
+    const uint8_t* codes = t.codes + g0 * kb_count * Chunks::kBlockBytes;
+    const int64_t group_bytes = kb_count * Chunks::kBlockBytes;
+    __m512 acc[G][R];
+#pragma GCC unroll 16
+    for (int g = 0; g < G; ++g)
+#pragma GCC unroll 16
+        for (int r = 0; r < R; ++r) acc[g][r] = _mm512_setzero_ps();
+    for (int64_t kb = 0; kb < kb_count; ++kb) {
+        __m512 p[G][R];
+#pragma GCC unroll 16
+        for (int g = 0; g < G; ++g)
+#pragma GCC unroll 16
+            for (int r = 0; r < R; ++r) p[g][r] = _mm512_setzero_ps();
+#pragma GCC unroll 8
+        for (int ch = 0; ch < Chunks::kChunks; ++ch) {
+            __m512i v[G][Chunks::kVectors];
+#pragma GCC unroll 4
+            for (int g = 0; g < G; ++g) chunks.decode(codes + g * group_bytes + kb * Chunks::kBlockBytes + 64 * ch, v[g]);
+#pragma GCC unroll 4
+            for (int q = 0; q < Chunks::kVectors; ++q) {
+                const int tp = Chunks::kVectors * ch + q;
+#pragma GCC unroll 8
+                for (int r = 0; r < R; ++r)
+#pragma GCC unroll 4
+                    for (int g = 0; g < G; ++g) p[g][r] = dot(p[g][r], v[g][q], acts + r * a_stride + kb * 16 + tp);
+            }
+        }
+#pragma GCC unroll 4
+        for (int g = 0; g < G; ++g) {
+            const __m512 sw = scale_of(g0 + g, kb);
+#pragma GCC unroll 8
+            for (int r = 0; r < R; ++r)
+                acc[g][r] = _mm512_fmadd_ps(p[g][r], _mm512_mul_ps(sw, _mm512_set1_ps(sa[r * kb_count + kb])), acc[g][r]);
+        }
+    }
+#pragma GCC unroll 4
+    for (int g = 0; g < G; ++g) {
+        const __mmask16 mask = lane_mask(t.rows - (g0 + g) * 16);
+#pragma GCC unroll 16
+        for (int r = 0; r < R; ++r) {
+            if (t.out_f32) store_row(t.out_f32 + r * t.ldo + (g0 + g) * 16, mask, acc[g][r]);
+            else store_row(t.out + r * t.ldo + (g0 + g) * 16, mask, acc[g][r]);
+        }
+    }
+}
+
+// Many activation rows (prefill): the whole row group is decoded once into an L2-resident panel
+// (16 vectors and the weight scales per block), then tiles of R rows run over all of k with partial sums
+// and accumulators in registers; each activation row is read sequentially.
+template <int R, class Out>
+void panel_tile(const __m512i* panel, const __m512* sw, int64_t kb_count, const uint32_t* a, int64_t a_stride,
+                const float* sa, int64_t sa_stride, Out* out, int64_t ldo, __mmask16 mask) {
+    __m512 acc[R];
+#pragma GCC unroll 16
+    for (int r = 0; r < R; ++r) acc[r] = _mm512_setzero_ps();
+    for (int64_t kb = 0; kb < kb_count; ++kb) {
+        __m512 p[R];
+#pragma GCC unroll 16
+        for (int r = 0; r < R; ++r) p[r] = _mm512_setzero_ps();
+        const __m512i* w = panel + kb * 16;
+        const uint32_t* ak = a + kb * 16;
+#pragma GCC unroll 16
+        for (int tp = 0; tp < 16; ++tp) {
+            const __m512i wv = _mm512_load_si512(w + tp);
+#pragma GCC unroll 8
+            for (int r = 0; r < R; ++r) p[r] = dot(p[r], wv, ak + r * a_stride + tp);
+        }
+        const __m512 s = sw[kb];
+#pragma GCC unroll 8
+        for (int r = 0; r < R; ++r)
+            acc[r] = _mm512_fmadd_ps(p[r], _mm512_mul_ps(s, _mm512_set1_ps(sa[r * sa_stride + kb])), acc[r]);
+    }
+#pragma GCC unroll 16
+    for (int r = 0; r < R; ++r) store_row(out + r * ldo, mask, acc[r]);
+}
+
+template <class Chunks, class Scales>
+void panel_group(const QuantGemmTask& t, const Chunks& chunks, const Scales& scale_of, int64_t g) {
+    const int64_t kb_count = t.k / 32, a_stride = t.k / 2;
+    const auto* acts = static_cast<const uint32_t*>(t.acts);
+    auto* panel = reinterpret_cast<__m512i*>(t.scratch);
+    auto* sw = reinterpret_cast<__m512*>(panel + kb_count * 16);
+    const uint8_t* codes = t.codes + g * kb_count * Chunks::kBlockBytes;
+    for (int64_t kb = 0; kb < kb_count; ++kb) {
+#pragma GCC unroll 16
+        for (int ch = 0; ch < Chunks::kChunks; ++ch)
+            chunks.decode(codes + kb * Chunks::kBlockBytes + 64 * ch, panel + kb * 16 + Chunks::kVectors * ch);
+        sw[kb] = scale_of(g, kb);
+    }
+    const __mmask16 mask = lane_mask(t.rows - g * 16);
+    // 8-row tiles, then one tile of the 1-7 rows left.
+    auto tiles = [&](auto* out) {
+        auto tile = [&]<int R>(int64_t i) {
+            panel_tile<R>(panel, sw, kb_count, acts + i * a_stride, a_stride, t.act_scales + i * kb_count, kb_count,
+                          out + i * t.ldo, t.ldo, mask);
+        };
+        int64_t i = 0;
+        for (; i + 8 <= t.n; i += 8) tile.template operator()<8>(i);
+        switch (t.n - i) {
+            case 7: tile.template operator()<7>(i); break;
+            case 6: tile.template operator()<6>(i); break;
+            case 5: tile.template operator()<5>(i); break;
+            case 4: tile.template operator()<4>(i); break;
+            case 3: tile.template operator()<3>(i); break;
+            case 2: tile.template operator()<2>(i); break;
+            case 1: tile.template operator()<1>(i); break;
+            default: break;
+        }
+    };
+    if (t.out_f32) tiles(t.out_f32 + g * 16);
+    else tiles(t.out + g * 16);
+}
+
+// Up to kStreamRows activation rows use the streaming kernel.
+constexpr int64_t kStreamRows = 8;
+
+// Up to 4 rows: two row groups per pass; 5-8 rows: one (enough chains, and registers run out).
+template <int R, class Chunks, class Scales>
+void stream_all(const QuantGemmTask& t, const Chunks& chunks, const Scales& scale_of) {
+    int64_t g = 0;
+    if constexpr (R <= 4)
+        for (; g + 2 <= t.groups; g += 2) stream_rows<R, 2>(t, chunks, scale_of, g);
+    for (; g < t.groups; ++g) stream_rows<R, 1>(t, chunks, scale_of, g);
+}
+
+template <class Chunks, class Scales>
+void run(const QuantGemmTask& t, const Chunks& chunks, const Scales& scale_of) {
+    if (t.n > kStreamRows) {
+        for (int64_t g = 0; g < t.groups; ++g) panel_group(t, chunks, scale_of, g);
+        return;
+    }
+    switch (t.n) {
+        case 1: stream_all<1>(t, chunks, scale_of); break;
+        case 2: stream_all<2>(t, chunks, scale_of); break;
+        case 3: stream_all<3>(t, chunks, scale_of); break;
+        case 4: stream_all<4>(t, chunks, scale_of); break;
+        case 5: stream_all<5>(t, chunks, scale_of); break;
+        case 6: stream_all<6>(t, chunks, scale_of); break;
+        case 7: stream_all<7>(t, chunks, scale_of); break;
+        default: stream_all<8>(t, chunks, scale_of); break;
+    }
+}
+
+}  // namespace
+
+void gemm_fp8(const QuantGemmTask& t) {
+    const int64_t kb_count = t.k / 32;
+    run(t, Fp8Chunks{},
+        [&](int64_t g, int64_t kb) { return _mm512_set1_ps(e8m0_to_float(t.scales[g * kb_count + kb])); });
+}
+
+void gemm_fp4(const QuantGemmTask& t) {
+    const int64_t kb_count = t.k / 32;
+    run(t, Fp4Chunks{}, [&](int64_t g, int64_t kb) {
+        return e8m0_to_ps(_mm_loadu_si128(reinterpret_cast<const __m128i*>(t.scales + (g * kb_count + kb) * 16)));
+    });
+}
+
+void decode_acts(const uint8_t* codes, const uint8_t* scales, int64_t n, int64_t k, void* values, float* act_scales) {
+    const Fp8ToBf16 dec;
+    auto* out = static_cast<uint16_t*>(values);
+    const __m512i first = _mm512_setr_epi64(0, 1, 8, 9, 2, 3, 10, 11);
+    const __m512i second = _mm512_setr_epi64(4, 5, 12, 13, 6, 7, 14, 15);
+    const int64_t total = n * k;
+    int64_t i = 0;
+    for (; i + 64 <= total; i += 64) {
+        __m512i a, b;
+        dec.decode(_mm512_loadu_si512(codes + i), a, b);
+        // unpack order back to element order: lanes (a0 b0 a1 b1) and (a2 b2 a3 b3)
+        _mm512_storeu_si512(out + i, _mm512_permutex2var_epi64(a, first, b));
+        _mm512_storeu_si512(out + i + 32, _mm512_permutex2var_epi64(a, second, b));
+    }
+    for (; i < total; ++i) {
+        const uint8_t c = codes[i];
+        out[i] = static_cast<uint16_t>(((tables::kE4M3Bf16Hi.v[c & 0x7f] | (c & 0x80)) << 8) |
+                                       tables::kE4M3Bf16Lo.v[c & 0x7f]);
+    }
+    for (int64_t j = 0; j < n * (k / 32); ++j) act_scales[j] = e8m0_to_float(scales[j]);
+}
+
+}  // namespace deepinfer::backend::cpu::avx512

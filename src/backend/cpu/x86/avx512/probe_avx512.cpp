@@ -1,0 +1,57 @@
+// AVX-512 machine probes for bench-ops: a streaming read (the bandwidth every GEMV is measured against)
+// and dependency-free FMA / bf16-dot loops (the peaks the GEMMs are measured against).
+#include <immintrin.h>
+
+#include <cstdint>
+
+#include "backend/cpu/x86/isa_ops.h"
+
+namespace deepinfer::backend::cpu::avx512 {
+
+uint64_t read_stream(const uint8_t* p, size_t bytes) {
+    __m512i a0 = _mm512_setzero_si512(), a1 = a0, a2 = a0, a3 = a0;
+    size_t i = 0;
+    for (; i + 256 <= bytes; i += 256) {
+        a0 = _mm512_add_epi64(a0, _mm512_load_si512(p + i));
+        a1 = _mm512_add_epi64(a1, _mm512_load_si512(p + i + 64));
+        a2 = _mm512_add_epi64(a2, _mm512_load_si512(p + i + 128));
+        a3 = _mm512_add_epi64(a3, _mm512_load_si512(p + i + 192));
+    }
+    return static_cast<uint64_t>(
+        _mm512_reduce_add_epi64(_mm512_add_epi64(_mm512_add_epi64(a0, a1), _mm512_add_epi64(a2, a3))));
+}
+
+// 12 independent accumulators hide the latency; the empty asm keeps the loop from being folded.
+float fma_loop(int64_t iters) {
+    __m512 acc[12];
+    for (auto& a : acc) a = _mm512_setzero_ps();
+    __m512 x = _mm512_set1_ps(1.0f);
+    const __m512 y = _mm512_set1_ps(1e-7f);
+    for (int64_t it = 0; it < iters; ++it) {
+#pragma GCC unroll 12
+        for (int j = 0; j < 12; ++j) acc[j] = _mm512_fmadd_ps(x, y, acc[j]);
+        __asm__ volatile("" : "+v"(x));
+    }
+    __m512 s = acc[0];
+#pragma GCC unroll 16
+    for (int j = 1; j < 12; ++j) s = _mm512_add_ps(s, acc[j]);
+    return _mm512_reduce_add_ps(s);
+}
+
+float dot_loop(int64_t iters) {
+    __m512 acc[12];
+    for (auto& a : acc) a = _mm512_setzero_ps();
+    __m512i x = _mm512_set1_epi32(0x3f803f80);
+    const __m512i y = _mm512_set1_epi32(0x33d633d6);
+    for (int64_t it = 0; it < iters; ++it) {
+#pragma GCC unroll 12
+        for (int j = 0; j < 12; ++j) acc[j] = _mm512_dpbf16_ps(acc[j], (__m512bh)x, (__m512bh)y);
+        __asm__ volatile("" : "+v"(x));
+    }
+    __m512 s = acc[0];
+#pragma GCC unroll 16
+    for (int j = 1; j < 12; ++j) s = _mm512_add_ps(s, acc[j]);
+    return _mm512_reduce_add_ps(s);
+}
+
+}  // namespace deepinfer::backend::cpu::avx512

@@ -1,0 +1,132 @@
+// The per-ISA compute routines behind the CPU kernel tables, over raw arrays and index ranges. Drivers in
+// backend/cpu (compiled for the baseline ISA) own threading, partitioning, scratch and packing and call
+// these. The ISA translation units (x86/avx2, x86/avx512) are compiled with their target flags and define
+// only functions in their own namespace, instantiating no std templates: a weak (COMDAT) symbol built
+// with AVX-512 flags could otherwise be picked by the linker for code that an AVX2 machine runs.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+
+#include "core/cpu_features.h"
+#include "core/numeric.h"
+
+namespace deepinfer::backend::cpu {
+
+// Activation rows per pass over a row group: the decoded rows (64 x k x 2 bytes) stay in L2.
+inline constexpr int64_t kActRowChunk = 64;
+// Scratch floats of a GEMM task: a decoded 16-row weight panel (fp32 at most: 16 k), its block scales
+// (16 per 32 columns), accumulators of kActRowChunk rows x 16 lanes, 8 activation rows as fp32, slack.
+inline int64_t gemm_scratch_floats(int64_t k) { return 16 * k + k / 2 + kActRowChunk * 16 + 8 * k + 256; }
+
+// fp8 / MXFP4 GEMM of all activation rows against `groups` packed row groups (packing.h).
+struct QuantGemmTask {
+    const void* acts;         // decoded activations [n, k], IsaOps::act_bytes each (see decode_acts)
+    const float* act_scales;  // fp32 [n, k/32]
+    int64_t n, k;             // n <= kActRowChunk
+    const uint8_t* codes;     // packed codes of the first group
+    const uint8_t* scales;    // packed scales of the first group
+    int64_t groups;
+    int64_t rows;  // valid output rows of these groups (<= 16 * groups)
+    bf16* out;     // out[0, first row of the first group]
+    int64_t ldo;
+    float* scratch;  // gemm_scratch_floats(k), 64-byte aligned
+    float* out_f32 = nullptr;  // when set, fp32 results go here (same indexing as out) instead of bf16
+};
+
+// out[i, j] = sum_k x[i, k] w[j, k] for i < n, j < rows (pointers at the first row of the range).
+struct DenseGemmTask {
+    const void* x;  // bf16 or fp32 [n, k]
+    int64_t n, k;
+    const void* w;  // bf16 or fp32 [rows, k]
+    int64_t rows;
+    void* out;  // bf16 or fp32, row stride ldo
+    int64_t ldo;
+};
+
+// Sparse sink attention (spec §4.7) of query rows [i0, i1) and heads [h0, h1); see Kernels::sparse_attn.
+struct SparseAttnTask {
+    const bf16* q;  // [m, heads, dim]
+    int heads, dim;
+    const bf16* kv;      // [n_kv, dim]
+    const int32_t* idx;  // [m, topk]
+    int topk;
+    const float* sink;  // [heads]
+    float scale;
+    bf16* out;  // [m, heads, dim]
+    int64_t i0, i1;
+    int h0, h1;
+    void* scratch;  // sparse_attn_scratch_bytes(h1 - h0, dim)
+};
+inline size_t sparse_attn_scratch_bytes(int heads, int dim) {
+    // the kv block in two arrangements (64 x dim, fp32 at most), per head: scores and probabilities (64
+    // fp32 each), accumulators and the query as fp32 (dim each), running max / sum / rescale; alignment
+    return static_cast<size_t>(2 * 64 * dim * 4) + static_cast<size_t>(heads) * (2 * 64 * 4 + 2 * dim * 4 + 3 * 4) +
+           4 * 64;
+}
+
+// Indexer scores (spec §5.3.5) of query rows [i0, i1) against keys [j0, j1); see Kernels::index_scores.
+struct IndexScoresTask {
+    const bf16* q;  // [m, heads, dim]
+    int heads, dim;
+    const bf16* keys;  // [n, dim]
+    const bf16* w;     // [m, heads]
+    float* out;        // [m, ldo]
+    int64_t ldo;
+    int64_t i0, i1, j0, j1;
+    void* scratch;  // index_scores_scratch_bytes(heads, dim)
+};
+// A transposed block of 64 keys and one query's heads, fp32 at most.
+inline size_t index_scores_scratch_bytes(int heads, int dim) {
+    return static_cast<size_t>(64 * dim * 4) + static_cast<size_t>(heads) * dim * 4 + 4 * 64;
+}
+
+struct IsaOps {
+    Isa isa;
+    // act_quant (spec §4.2) of rows [r0, r1) of x [n, k].
+    void (*act_quant_rows)(const bf16* x, int64_t k, uint8_t* codes, uint8_t* scales, int64_t r0, int64_t r1);
+    // Decode act_quant output to the form the quantized GEMMs read: values [n, k] of act_bytes each
+    // (bf16 for AVX-512, fp32 for AVX2; exact either way) and fp32 scales [n, k/32].
+    int act_bytes;
+    void (*decode_acts)(const uint8_t* codes, const uint8_t* scales, int64_t n, int64_t k, void* values,
+                        float* act_scales);
+    void (*gemm_fp8)(const QuantGemmTask& task);
+    void (*gemm_fp4)(const QuantGemmTask& task);
+    void (*gemm_bf16)(const DenseGemmTask& task);       // bf16 x, bf16 w, bf16 out
+    void (*gemm_f32_bf16w)(const DenseGemmTask& task);  // fp32 x, bf16 w, fp32 out
+    void (*gemm_f32)(const DenseGemmTask& task);        // fp32 x, fp32 w, fp32 out
+    void (*sparse_attn)(const SparseAttnTask& task);
+    void (*index_scores)(const IndexScoresTask& task);
+    // Machine probes (backend/cpu/machine_probe.h): sum of a 64-byte aligned buffer read once, and
+    // iters x 12 independent vector FMAs / bf16 dot products (fp32 FMAs where the ISA has none).
+    uint64_t (*read_stream)(const uint8_t* p, size_t bytes);
+    float (*fma_loop)(int64_t iters);
+    float (*dot_loop)(int64_t iters);
+    int vector_floats;  // fp32 lanes of the probe loops' registers
+};
+
+// The routines of each ISA; which ones exist is decided by the CPU in cpu_tables.cpp.
+const IsaOps& avx2_ops();
+const IsaOps& avx512_ops();
+
+#define DEEPINFER_DECLARE_ISA_OPS(ns)                                                                       \
+    namespace ns {                                                                                          \
+    void act_quant_rows(const bf16* x, int64_t k, uint8_t* codes, uint8_t* scales, int64_t r0, int64_t r1); \
+    void decode_acts(const uint8_t* codes, const uint8_t* scales, int64_t n, int64_t k, void* values,       \
+                     float* act_scales);                                                                    \
+    void gemm_fp8(const QuantGemmTask& task);                                                               \
+    void gemm_fp4(const QuantGemmTask& task);                                                               \
+    void gemm_bf16(const DenseGemmTask& task);                                                              \
+    void gemm_f32_bf16w(const DenseGemmTask& task);                                                         \
+    void gemm_f32(const DenseGemmTask& task);                                                               \
+    void sparse_attn(const SparseAttnTask& task);                                                           \
+    void index_scores(const IndexScoresTask& task);                                                         \
+    uint64_t read_stream(const uint8_t* p, size_t bytes);                                                   \
+    float fma_loop(int64_t iters);                                                                          \
+    float dot_loop(int64_t iters);                                                                          \
+    }
+DEEPINFER_DECLARE_ISA_OPS(avx2)
+DEEPINFER_DECLARE_ISA_OPS(avx512)
+#undef DEEPINFER_DECLARE_ISA_OPS
+
+}  // namespace deepinfer::backend::cpu

@@ -1,0 +1,197 @@
+// fp8 and MXFP4 block-scaled GEMMs (spec §4.3) of every SIMD table against the scalar reference, on
+// prepared (packed) and canonical weights, 1-3 threads, tiny to released shapes. Budget: AVX2 is exact
+// by construction (column order, exact products); AVX-512 sums each 32-column block in another order,
+// so outputs may differ by 1 bf16 ulp, rarely.
+#include <gtest/gtest.h>
+
+#include "backend/kernels.h"
+#include "op_harness.h"
+
+namespace deepinfer::testing {
+namespace {
+
+using backend::Fp4Matrix;
+using backend::Fp8Acts;
+using backend::Fp8Matrix;
+using backend::Kernels;
+using backend::PackedWeight;
+
+UlpBudget quant_budget(Isa isa) { return isa == Isa::kAvx2 ? UlpBudget{0, 0.0} : UlpBudget{1, 0.002}; }
+
+struct Shape {
+    int64_t n, rows, k, pad;
+};
+
+std::string describe(const Shape& s) {
+    return "n=" + std::to_string(s.n) + " rows=" + std::to_string(s.rows) + " k=" + std::to_string(s.k) + " ldo=rows+" +
+           std::to_string(s.pad);
+}
+
+// Activations as the model makes them: act_quant of bf16 rows with per-group magnitudes spread widely.
+struct Acts {
+    std::vector<uint8_t> codes, scales;
+    Fp8Acts view;
+    Acts(Inputs& in, int64_t n, int64_t k) : codes(n * k), scales(n * k / 32) {
+        std::vector<bf16> x(n * k);
+        for (int64_t g = 0; g < n * k / 32; ++g) {
+            const float mag = std::ldexp(1.0f, in.uniform_int(-12, 8));
+            for (int j = 0; j < 32; ++j) x[g * 32 + j] = float_to_bf16(in.uniform(-mag, mag));
+        }
+        ThreadPool pool(1);
+        backend::ref::kernels().act_quant(x.data(), n, k, codes.data(), scales.data(), pool);
+        view = Fp8Acts{codes.data(), scales.data(), n, k};
+    }
+};
+
+template <class Matrix, class Gemm, class Prepare>
+void check_tables(const Shape& s, const Fp8Acts& a, const Matrix& w, Gemm gemm, Prepare prepare) {
+    const int64_t ldo = s.rows + s.pad;
+    ThreadPool ref_pool(2);
+    Output2d<bf16> ref(s.n, s.rows, ldo);
+    gemm(backend::ref::kernels(), a, w, ref.data(), ldo, ref_pool);
+    ASSERT_EQ(ref.integrity(), "");
+    for (const Kernels* table : simd_tables())
+        for (bool prepared : {false, true})
+            for (int threads : {1, 2, 3}) {
+                SCOPED_TRACE(std::string(isa_name(table->isa)) + (prepared ? " prepared" : " canonical") +
+                             " threads=" + std::to_string(threads) + " " + describe(s));
+                ThreadPool pool(threads);
+                PackedWeight packed;
+                Matrix wt = w;
+                if (prepared) {
+                    prepare(*table, w, &packed, pool);
+                    ASSERT_NE(packed.layout, backend::PackedLayout::kNone);
+                    wt.prepared = &packed;
+                    // the packed copy must be self-contained
+                    wt.scales = nullptr;
+                    if constexpr (std::is_same_v<Matrix, Fp8Matrix>) wt.codes = nullptr;
+                    else wt.packed = nullptr;
+                }
+                Output2d<bf16> out(s.n, s.rows, ldo);
+                gemm(*table, a, wt, out.data(), ldo, pool);
+                EXPECT_EQ(out.integrity(), "");
+                const UlpStats stats = compare_bf16(ref.data(), ldo, out.data(), ldo, s.n, s.rows);
+                EXPECT_EQ(check_ulps(stats, quant_budget(table->isa)), "");
+                if (threads == 2 && prepared && s.n * s.rows >= 4096)
+                    std::printf("  %s %s: %lld of %lld outputs differ (max %lld ulp)\n", isa_name(table->isa).data(),
+                                describe(s).c_str(), static_cast<long long>(stats.mismatches),
+                                static_cast<long long>(stats.count), static_cast<long long>(stats.worst));
+            }
+}
+
+void run_fp8(const Shape& s, uint64_t seed) {
+    Inputs in(seed);
+    Acts acts(in, s.n, s.k);
+    const int64_t scale_rows = (s.rows + 31) / 32, scale_cols = s.k / 32;
+    std::vector<uint8_t> codes = in.e4m3_codes(s.rows * s.k), scales = in.bytes(scale_rows * scale_cols, 112, 134);
+    Fp8Matrix w{codes.data(), scales.data(), s.rows, s.k};
+    check_tables(
+        s, acts.view, w,
+        [](const Kernels& k, const Fp8Acts& a, const Fp8Matrix& m, bf16* o, int64_t ldo, ThreadPool& p) {
+            k.gemm_fp8(a, m, o, ldo, p);
+        },
+        [](const Kernels& k, const Fp8Matrix& m, PackedWeight* pw, ThreadPool& p) { k.prepare_fp8(m, pw, p); });
+}
+
+void run_fp4(const Shape& s, uint64_t seed) {
+    Inputs in(seed);
+    Acts acts(in, s.n, s.k);
+    std::vector<uint8_t> packed = in.bytes(s.rows * s.k / 2), scales = in.bytes(s.rows * s.k / 32, 112, 134);
+    Fp4Matrix w{packed.data(), scales.data(), s.rows, s.k};
+    check_tables(
+        s, acts.view, w,
+        [](const Kernels& k, const Fp8Acts& a, const Fp4Matrix& m, bf16* o, int64_t ldo, ThreadPool& p) {
+            k.gemm_fp4(a, m, o, ldo, p);
+        },
+        [](const Kernels& k, const Fp4Matrix& m, PackedWeight* pw, ThreadPool& p) { k.prepare_fp4(m, pw, p); });
+}
+
+// Odd n, rows not a multiple of 16 or 32, k = 32, activation chunks (64 rows) crossed, strided output.
+const Shape kSmallShapes[] = {{1, 16, 32, 0},   {1, 1, 32, 3},    {2, 33, 64, 1},   {3, 100, 96, 0},
+                              {4, 47, 160, 5},  {5, 64, 1280, 0}, {7, 129, 256, 2}, {16, 48, 512, 0},
+                              {17, 70, 160, 0}, {64, 32, 256, 1}, {65, 40, 96, 0},  {130, 24, 64, 7}};
+
+TEST(GemmFp8, SmallShapes) {
+    uint64_t seed = 100;
+    for (const Shape& s : kSmallShapes) run_fp8(s, seed++);
+}
+
+TEST(GemmFp4, SmallShapes) {
+    uint64_t seed = 200;
+    for (const Shape& s : kSmallShapes) run_fp4(s, seed++);
+}
+
+// wq_b, wo_b, wq_a / shared expert w1 (spec §3.3) at decode batch sizes.
+TEST(GemmFp8, ReleasedShapes) {
+    run_fp8({1, 32768, 1280, 0}, 1);
+    run_fp8({2, 5120, 8192, 0}, 2);
+    run_fp8({3, 2304, 5120, 0}, 3);
+}
+
+// Routed expert w1/w3 (2304 x 5120) and w2 (5120 x 2304).
+TEST(GemmFp4, ReleasedShapes) {
+    run_fp4({1, 2304, 5120, 0}, 4);
+    run_fp4({2, 5120, 2304, 0}, 5);
+}
+
+// NaN codes in weights or activations give NaN outputs exactly where the reference has them.
+TEST(GemmFp8, NanPropagates) {
+    Inputs in(7);
+    const Shape s{3, 40, 64, 0};
+    Acts acts(in, s.n, s.k);
+    acts.codes[1 * s.k + 5] = 0x7f;  // activation row 1
+    std::vector<uint8_t> codes = in.e4m3_codes(s.rows * s.k), scales = in.bytes(2 * 2, 120, 130);
+    codes[17 * s.k + 40] = 0xff;  // weight row 17
+    Fp8Matrix w{codes.data(), scales.data(), s.rows, s.k};
+    check_tables(
+        s, acts.view, w,
+        [](const Kernels& k, const Fp8Acts& a, const Fp8Matrix& m, bf16* o, int64_t ldo, ThreadPool& p) {
+            k.gemm_fp8(a, m, o, ldo, p);
+        },
+        [](const Kernels& k, const Fp8Matrix& m, PackedWeight* pw, ThreadPool& p) { k.prepare_fp8(m, pw, p); });
+}
+
+}  // namespace
+}  // namespace deepinfer::testing
+
+namespace deepinfer::testing {
+namespace {
+
+// gemm_fp8_f32 (row-parallel partial sums under TP) is gemm_fp8 before its final rounding: in every table,
+// rounding its fp32 output to bf16 gives exactly the table's bf16 output, and it matches the reference's
+// fp32 output up to the in-block summation order.
+TEST(GemmFp8F32, IsTheBf16GemmBeforeRounding) {
+    uint64_t seed = 300;
+    for (const Shape& s : {Shape{1, 100, 160, 0}, Shape{3, 129, 256, 0}, Shape{17, 64, 1280, 0}, Shape{70, 48, 96, 0}}) {
+        Inputs in(seed++);
+        Acts acts(in, s.n, s.k);
+        std::vector<uint8_t> codes = in.e4m3_codes(s.rows * s.k), scales = in.bytes(((s.rows + 31) / 32) * (s.k / 32), 112, 134);
+        Fp8Matrix w{codes.data(), scales.data(), s.rows, s.k};
+        ThreadPool pool(2);
+        std::vector<float> ref(s.n * s.rows);
+        backend::ref::kernels().gemm_fp8_f32(acts.view, w, ref.data(), s.rows, pool);
+        std::vector<const Kernels*> tables = simd_tables();
+        tables.push_back(&backend::ref::kernels());
+        for (const Kernels* table : tables)
+            for (bool prepared : {false, true}) {
+                SCOPED_TRACE(std::string(isa_name(table->isa)) + (prepared ? " prepared " : " canonical ") + describe(s));
+                PackedWeight packed;
+                Fp8Matrix wt = w;
+                if (prepared) {
+                    table->prepare_fp8(w, &packed, pool);
+                    wt.prepared = &packed;
+                }
+                std::vector<float> f32(s.n * s.rows, -1.0f);
+                std::vector<bf16> b16(s.n * s.rows);
+                table->gemm_fp8_f32(acts.view, wt, f32.data(), s.rows, pool);
+                table->gemm_fp8(acts.view, wt, b16.data(), s.rows, pool);
+                for (int64_t i = 0; i < s.n * s.rows; ++i) {
+                    ASSERT_EQ(float_to_bf16(f32[i]).bits, b16[i].bits) << "output " << i;
+                    ASSERT_NEAR(f32[i], ref[i], 1e-5f * (std::fabs(ref[i]) + 1.0f)) << "output " << i;
+                }
+            }
+    }
+}
+
+}  // namespace
+}  // namespace deepinfer::testing

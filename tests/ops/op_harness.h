@@ -1,0 +1,189 @@
+// Op-vs-reference harness for the kernel tables (in the manner of ggml's test-backend-ops): every table
+// this CPU runs is compared with backend/ref on the same inputs, outputs live between guard bytes and
+// are poisoned before the call, and each op has an error budget stated in its comparison.
+#pragma once
+
+#include <fmt/format.h>
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <cstdint>
+#include <cstring>
+#include <random>
+#include <string>
+#include <vector>
+
+#include "backend/kernels.h"
+#include "core/numeric.h"
+
+namespace deepinfer::testing {
+
+// The SIMD tables this CPU supports (the registry falls back when one is missing, so compare isa fields).
+inline std::vector<const backend::Kernels*> simd_tables() {
+    std::vector<const backend::Kernels*> tables;
+    for (Isa isa : {Isa::kAvx2, Isa::kAvx512}) {
+        const backend::Kernels& k = backend::kernels_for(isa);
+        if (k.isa == isa) tables.push_back(&k);
+    }
+    return tables;
+}
+
+// `count` elements of T between two guard zones of kGuardBytes; everything starts as a fixed byte
+// pattern, so unwritten outputs and out-of-bounds writes are both visible.
+template <class T>
+class Guarded {
+   public:
+    static constexpr size_t kGuardBytes = 256;
+    static constexpr uint8_t kPattern = 0xa7;
+    explicit Guarded(size_t count) : count_(count), bytes_(kGuardBytes * 2 + count * sizeof(T) + 64, kPattern) {}
+    T* data() { return reinterpret_cast<T*>(base()); }
+    const T* data() const { return reinterpret_cast<const T*>(base()); }
+    size_t size() const { return count_; }
+    bool guards_intact() const {
+        const uint8_t* b = base();
+        for (size_t i = 1; i <= kGuardBytes; ++i)
+            if (b[-static_cast<ptrdiff_t>(i)] != kPattern) return false;
+        for (size_t i = 0; i < kGuardBytes; ++i)
+            if (b[count_ * sizeof(T) + i] != kPattern) return false;
+        return true;
+    }
+    // True when element i still holds the initial pattern (it was never written).
+    bool untouched(size_t i) const {
+        const uint8_t* b = base() + i * sizeof(T);
+        for (size_t j = 0; j < sizeof(T); ++j)
+            if (b[j] != kPattern) return false;
+        return true;
+    }
+
+   private:
+    // 64-byte aligned start after the leading guard (kernels may use aligned stores on their scratch,
+    // never on outputs, but aligned outputs keep the test independent of that).
+    const uint8_t* base() const {
+        auto p = reinterpret_cast<uintptr_t>(bytes_.data()) + kGuardBytes;
+        return reinterpret_cast<const uint8_t*>((p + 63) & ~uintptr_t{63});
+    }
+    uint8_t* base() { return const_cast<uint8_t*>(static_cast<const Guarded*>(this)->base()); }
+    size_t count_;
+    std::vector<uint8_t> bytes_;
+};
+
+// A 2-D output [rows, cols] with row stride ld >= cols: the padding columns must stay untouched.
+template <class T>
+struct Output2d {
+    int64_t rows, cols, ld;
+    Guarded<T> buf;
+    Output2d(int64_t r, int64_t c, int64_t l)
+        : rows(r), cols(c), ld(l), buf(static_cast<size_t>(r > 0 ? (r - 1) * l + c : 0)) {}
+    T* data() { return buf.data(); }
+    // Empty string when the guards and the padding columns are intact and every element was written.
+    std::string integrity() const {
+        if (!buf.guards_intact()) return "guard bytes around the output were overwritten";
+        for (int64_t i = 0; i < rows; ++i)
+            for (int64_t j = 0; j < ld && i * ld + j < static_cast<int64_t>(buf.size()); ++j) {
+                const bool written = !buf.untouched(static_cast<size_t>(i * ld + j));
+                if (j < cols && !written)
+                    return "output [" + std::to_string(i) + ", " + std::to_string(j) + "] not written";
+                if (j >= cols && written)
+                    return "padding [" + std::to_string(i) + ", " + std::to_string(j) + "] overwritten";
+            }
+        return "";
+    }
+};
+
+// Distance in bf16 units in the last place (ordered-integer distance; NaN vs NaN is 0, NaN vs number huge).
+inline int64_t bf16_ulps(bf16 a, bf16 b) {
+    const bool na = (a.bits & 0x7fff) > 0x7f80, nb = (b.bits & 0x7fff) > 0x7f80;
+    if (na || nb) return na && nb ? 0 : (int64_t{1} << 20);
+    auto ordered = [](uint16_t v) {
+        return (v & 0x8000) ? -static_cast<int64_t>(v & 0x7fff) : static_cast<int64_t>(v);
+    };
+    return std::llabs(ordered(a.bits) - ordered(b.bits));
+}
+
+// Budget for bf16 outputs: every element within max_ulps of the reference, and at most
+// 1 + max_rate * count of them different at all (one stray rounding is allowed even in tiny cases).
+struct UlpBudget {
+    int64_t max_ulps;
+    double max_rate;
+};
+struct UlpStats {
+    int64_t worst = 0, mismatches = 0, count = 0;
+    std::string where;
+};
+
+inline UlpStats compare_bf16(const bf16* ref, int64_t ld_ref, const bf16* got, int64_t ld_got, int64_t rows,
+                             int64_t cols) {
+    UlpStats s;
+    for (int64_t i = 0; i < rows; ++i)
+        for (int64_t j = 0; j < cols; ++j) {
+            const int64_t u = bf16_ulps(ref[i * ld_ref + j], got[i * ld_got + j]);
+            ++s.count;
+            if (u != 0) ++s.mismatches;
+            if (u > s.worst) {
+                s.worst = u;
+                s.where = fmt::format("[{}, {}] ref {} got {}", i, j, bf16_to_float(ref[i * ld_ref + j]),
+                                      bf16_to_float(got[i * ld_got + j]));
+            }
+        }
+    return s;
+}
+
+// Empty when within budget, else a description.
+inline std::string check_ulps(const UlpStats& s, const UlpBudget& b) {
+    if (s.worst > b.max_ulps)
+        return "max " + std::to_string(s.worst) + " bf16 ulps (budget " + std::to_string(b.max_ulps) + ") at " +
+               s.where;
+    const int64_t allowed = b.max_rate > 0 ? 1 + static_cast<int64_t>(b.max_rate * static_cast<double>(s.count)) : 0;
+    if (s.mismatches > allowed)
+        return std::to_string(s.mismatches) + " of " + std::to_string(s.count) + " outputs differ (budget " +
+               std::to_string(allowed) + ")";
+    return "";
+}
+
+// Normalized mean squared error sum (a-b)^2 / sum a^2 (0 when both are all zero).
+inline double nmse(const std::vector<double>& a, const std::vector<double>& b) {
+    double num = 0, den = 0;
+    for (size_t i = 0; i < a.size(); ++i) {
+        num += (a[i] - b[i]) * (a[i] - b[i]);
+        den += a[i] * a[i];
+    }
+    return den == 0 ? num : num / den;
+}
+
+// Deterministic inputs.
+class Inputs {
+   public:
+    explicit Inputs(uint64_t seed) : rng_(seed) {}
+    float uniform(float lo, float hi) { return std::uniform_real_distribution<float>(lo, hi)(rng_); }
+    int uniform_int(int lo, int hi) { return std::uniform_int_distribution<int>(lo, hi)(rng_); }
+    std::vector<bf16> bf16s(size_t n, float lo = -1.0f, float hi = 1.0f) {
+        std::vector<bf16> v(n);
+        for (auto& x : v) x = float_to_bf16(uniform(lo, hi));
+        return v;
+    }
+    std::vector<float> floats(size_t n, float lo = -1.0f, float hi = 1.0f) {
+        std::vector<float> v(n);
+        for (auto& x : v) x = uniform(lo, hi);
+        return v;
+    }
+    // Finite e4m3 codes (no NaN).
+    std::vector<uint8_t> e4m3_codes(size_t n) {
+        std::vector<uint8_t> v(n);
+        for (auto& c : v) {
+            do c = static_cast<uint8_t>(uniform_int(0, 255));
+            while ((c & 0x7f) == 0x7f);
+        }
+        return v;
+    }
+    std::vector<uint8_t> bytes(size_t n, int lo = 0, int hi = 255) {
+        std::vector<uint8_t> v(n);
+        for (auto& c : v) c = static_cast<uint8_t>(uniform_int(lo, hi));
+        return v;
+    }
+    std::mt19937_64& rng() { return rng_; }
+
+   private:
+    std::mt19937_64 rng_;
+};
+
+}  // namespace deepinfer::testing

@@ -1,0 +1,246 @@
+// Row invariance of every kernel table (the scalar one included): the result for one activation row
+// (one query, one key) must be bit-identical whatever batch it is computed in — how many rows come with
+// it, where it sits, how many threads run, whether the weight was prepared. The engine's invariants
+// (chunked, batched, preempted and speculative runs give the one-shot greedy tokens, ARCHITECTURE.md
+// "Testing") rest on this: a kernel that picks another summation order for 16 rows than for 1 breaks them.
+#include <gtest/gtest.h>
+
+#include "backend/kernels.h"
+#include "op_harness.h"
+
+namespace deepinfer::testing {
+namespace {
+
+using backend::Bf16Matrix;
+using backend::F32Matrix;
+using backend::Fp4Matrix;
+using backend::Fp8Acts;
+using backend::Fp8Matrix;
+using backend::Kernels;
+using backend::PackedWeight;
+
+std::vector<const Kernels*> all_tables() {
+    std::vector<const Kernels*> t = simd_tables();
+    t.push_back(&backend::ref::kernels());
+    return t;
+}
+
+// Row windows [start, start + count) of a batch of kRows rows: single rows at both ends and in the middle,
+// and counts below, at and above every tile and path threshold the kernels use (4, 8, 16, 64).
+constexpr int64_t kRows = 70;
+const std::pair<int64_t, int64_t> kWindows[] = {{0, 1},  {69, 1}, {33, 1}, {1, 2},  {5, 3},  {2, 4},  {7, 7},
+                                                {3, 8},  {9, 9},  {0, 15}, {4, 16}, {11, 17}, {20, 33}, {1, 64},
+                                                {0, 65}, {0, 70}};
+
+// Compare the window's rows (row stride ld) with the same rows of the whole batch, bit for bit.
+template <class T>
+void expect_rows_equal(const std::vector<T>& whole, const std::vector<T>& part, int64_t start, int64_t count,
+                       int64_t row_elems, const std::string& what) {
+    int64_t bad = 0;
+    for (int64_t i = 0; i < count; ++i)
+        for (int64_t j = 0; j < row_elems; ++j) {
+            const T& a = whole[(start + i) * row_elems + j];
+            const T& b = part[i * row_elems + j];
+            if (std::memcmp(&a, &b, sizeof(T)) != 0 && bad++ < 3)
+                ADD_FAILURE() << what << ": row " << start + i << " col " << j << " differs when computed in rows ["
+                              << start << ", " << start + count << ")";
+        }
+    EXPECT_EQ(bad, 0) << what;
+}
+
+// Runs `op(table, start, count, threads, out)` for every window and thread count, against the whole
+// batch on one thread.
+template <class T, class Op>
+void check_windows(const std::string& name, int64_t row_elems, const Op& op) {
+    for (const Kernels* table : all_tables()) {
+        std::vector<T> whole(kRows * row_elems);
+        op(*table, 0, kRows, 1, whole.data());
+        for (int threads : {1, 2, 3})
+            for (auto [start, count] : kWindows) {
+                std::vector<T> part(count * row_elems);
+                op(*table, start, count, threads, part.data());
+                expect_rows_equal(whole, part, start, count, row_elems,
+                                  fmt::format("{} {} threads={}", name, isa_name(table->isa), threads));
+            }
+    }
+}
+
+struct QuantActs {
+    std::vector<uint8_t> codes, scales;
+    int64_t k;
+    QuantActs(Inputs& in, int64_t n, int64_t k_) : codes(n * k_), scales(n * k_ / 32), k(k_) {
+        std::vector<bf16> x(n * k);
+        for (int64_t g = 0; g < n * k / 32; ++g) {
+            const float mag = std::ldexp(1.0f, in.uniform_int(-12, 8));
+            for (int j = 0; j < 32; ++j) x[g * 32 + j] = float_to_bf16(in.uniform(-mag, mag));
+        }
+        ThreadPool pool(1);
+        backend::ref::kernels().act_quant(x.data(), n, k, codes.data(), scales.data(), pool);
+    }
+    Fp8Acts rows(int64_t start, int64_t count) const {
+        return Fp8Acts{codes.data() + start * k, scales.data() + start * (k / 32), count, k};
+    }
+};
+
+TEST(RowInvariance, ActQuant) {
+    constexpr int64_t k = 160;
+    Inputs in(11);
+    std::vector<bf16> x = in.bf16s(kRows * k, -40.0f, 40.0f);
+    check_windows<uint8_t>("act_quant", k + k / 32, [&](const Kernels& t, int64_t s, int64_t n, int th, uint8_t* out) {
+        ThreadPool pool(th);
+        std::vector<uint8_t> codes(n * k), scales(n * k / 32);
+        t.act_quant(x.data() + s * k, n, k, codes.data(), scales.data(), pool);
+        for (int64_t i = 0; i < n; ++i) {
+            std::memcpy(out + i * (k + k / 32), codes.data() + i * k, k);
+            std::memcpy(out + i * (k + k / 32) + k, scales.data() + i * (k / 32), k / 32);
+        }
+    });
+}
+
+// fp8 weights, prepared and canonical: both must give the same bits too (a weight is prepared at load
+// on one rank and may be sliced canonical on another).
+TEST(RowInvariance, GemmFp8) {
+    for (int64_t rows : {48, 129})
+        for (int64_t k : {64, 544}) {
+            Inputs in(rows * 1000 + k);
+            QuantActs acts(in, kRows, k);
+            const int64_t scale_rows = (rows + 31) / 32;
+            std::vector<uint8_t> codes = in.e4m3_codes(rows * k), scales = in.bytes(scale_rows * (k / 32), 112, 134);
+            const Fp8Matrix w{codes.data(), scales.data(), rows, k};
+            for (bool f32_out : {false, true})
+                for (bool prepared : {false, true}) {
+                    auto run = [&](const Kernels& t, int64_t s, int64_t n, int th, auto* out) {
+                        ThreadPool pool(th);
+                        PackedWeight packed;
+                        Fp8Matrix wt = w;
+                        if (prepared) {
+                            t.prepare_fp8(w, &packed, pool);
+                            wt.prepared = &packed;
+                        }
+                        if constexpr (std::is_same_v<std::remove_pointer_t<decltype(out)>, float>)
+                            t.gemm_fp8_f32(acts.rows(s, n), wt, out, rows, pool);
+                        else t.gemm_fp8(acts.rows(s, n), wt, out, rows, pool);
+                    };
+                    const std::string name = fmt::format("gemm_fp8{} rows={} k={} {}", f32_out ? "_f32" : "", rows, k,
+                                                         prepared ? "prepared" : "canonical");
+                    if (f32_out)
+                        check_windows<float>(name, rows, [&](const Kernels& t, int64_t s, int64_t n, int th,
+                                                             float* out) { run(t, s, n, th, out); });
+                    else
+                        check_windows<bf16>(name, rows, [&](const Kernels& t, int64_t s, int64_t n, int th,
+                                                            bf16* out) { run(t, s, n, th, out); });
+                }
+        }
+}
+
+TEST(RowInvariance, GemmFp4) {
+    for (int64_t rows : {48, 129})
+        for (int64_t k : {64, 544}) {
+            Inputs in(rows * 1000 + k + 1);
+            QuantActs acts(in, kRows, k);
+            std::vector<uint8_t> packed = in.bytes(rows * k / 2), scales = in.bytes(rows * k / 32, 112, 134);
+            const Fp4Matrix w{packed.data(), scales.data(), rows, k};
+            for (bool prepared : {false, true})
+                check_windows<bf16>(fmt::format("gemm_fp4 rows={} k={} {}", rows, k, prepared ? "prepared" : "canonical"),
+                                    rows, [&](const Kernels& t, int64_t s, int64_t n, int th, bf16* out) {
+                                        ThreadPool pool(th);
+                                        PackedWeight pw;
+                                        Fp4Matrix wt = w;
+                                        if (prepared) {
+                                            t.prepare_fp4(w, &pw, pool);
+                                            wt.prepared = &pw;
+                                        }
+                                        t.gemm_fp4(acts.rows(s, n), wt, out, rows, pool);
+                                    });
+        }
+}
+
+TEST(RowInvariance, DenseGemms) {
+    for (int64_t rows : {5, 48, 129})
+        for (int64_t k : {31, 64, 544}) {
+            Inputs in(rows * 1000 + k + 2);
+            std::vector<bf16> xb = in.bf16s(kRows * k), wb = in.bf16s(rows * k);
+            std::vector<float> xf = in.floats(kRows * k), wf = in.floats(rows * k);
+            const std::string shape = fmt::format("rows={} k={}", rows, k);
+            check_windows<bf16>("gemm_bf16 " + shape, rows,
+                                [&](const Kernels& t, int64_t s, int64_t n, int th, bf16* out) {
+                                    ThreadPool pool(th);
+                                    t.gemm_bf16(xb.data() + s * k, n, Bf16Matrix{wb.data(), rows, k}, out, rows, pool);
+                                });
+            check_windows<float>("gemm_f32_bf16w " + shape, rows,
+                                 [&](const Kernels& t, int64_t s, int64_t n, int th, float* out) {
+                                     ThreadPool pool(th);
+                                     t.gemm_f32_bf16w(xf.data() + s * k, n, Bf16Matrix{wb.data(), rows, k}, out, rows,
+                                                      pool);
+                                 });
+            check_windows<float>("gemm_f32 " + shape, rows,
+                                 [&](const Kernels& t, int64_t s, int64_t n, int th, float* out) {
+                                     ThreadPool pool(th);
+                                     t.gemm_f32(xf.data() + s * k, n, F32Matrix{wf.data(), rows, k}, out, rows, pool);
+                                 });
+        }
+}
+
+// Queries are the rows; each query's top-k list names the same keys whatever the batch.
+TEST(RowInvariance, SparseAttn) {
+    for (auto [heads, dim, topk] : {std::tuple{2, 64, 12}, std::tuple{8, 128, 80}}) {
+        Inputs in(heads * 100 + topk);
+        constexpr int64_t n_kv = 300;
+        std::vector<bf16> q = in.bf16s(kRows * heads * dim, -3.0f, 3.0f), kv = in.bf16s(n_kv * dim, -2.0f, 2.0f);
+        std::vector<int32_t> idx(kRows * topk);
+        for (auto& j : idx) j = in.uniform(0.0f, 1.0f) < 0.2f ? -1 : in.uniform_int(0, n_kv - 1);
+        std::vector<float> sink = in.floats(heads, -2.0f, 2.0f);
+        const float scale = 1.0f / std::sqrt(static_cast<float>(dim));
+        check_windows<bf16>(fmt::format("sparse_attn heads={} dim={} topk={}", heads, dim, topk), heads * dim,
+                            [&](const Kernels& t, int64_t s, int64_t n, int th, bf16* out) {
+                                ThreadPool pool(th);
+                                t.sparse_attn(q.data() + s * heads * dim, n, heads, dim, kv.data(),
+                                              idx.data() + s * topk, topk, sink.data(), scale, out, pool);
+                            });
+    }
+}
+
+// Indexer scores are invariant in both directions: in the queries of the batch, and in how many keys
+// exist (a chunked prefill scores a query against fewer compressed keys than a one-shot one).
+TEST(RowInvariance, IndexScores) {
+    for (auto [heads, dim] : {std::pair{2, 64}, std::pair{8, 128}}) {
+        Inputs in(heads * 7 + dim);
+        constexpr int64_t n_keys = 90;
+        std::vector<bf16> q = in.bf16s(kRows * heads * dim, -2.0f, 2.0f), keys = in.bf16s(n_keys * dim, -2.0f, 2.0f);
+        std::vector<bf16> w(kRows * heads);
+        for (auto& v : w) v = float_to_bf16(in.uniform(-1.0f, 1.0f) / 64.0f);
+        const std::string shape = fmt::format("heads={} dim={}", heads, dim);
+        check_windows<float>("index_scores (queries) " + shape, n_keys,
+                             [&](const Kernels& t, int64_t s, int64_t n, int th, float* out) {
+                                 ThreadPool pool(th);
+                                 t.index_scores(q.data() + s * heads * dim, n, heads, dim, keys.data(), n_keys,
+                                                w.data() + s * heads, out, n_keys, pool);
+                             });
+        // keys as the rows: every query against key windows
+        for (const Kernels* table : all_tables()) {
+            ThreadPool pool(1);
+            std::vector<float> whole(kRows * n_keys);
+            table->index_scores(q.data(), kRows, heads, dim, keys.data(), n_keys, w.data(), whole.data(), n_keys, pool);
+            for (int threads : {1, 2, 3})
+                for (auto [start, count] : {std::pair<int64_t, int64_t>{0, 1}, {0, 15}, {3, 16}, {10, 17}, {0, 64},
+                                            {89, 1}, {40, 50}}) {
+                    ThreadPool p(threads);
+                    std::vector<float> part(kRows * count);
+                    table->index_scores(q.data(), kRows, heads, dim, keys.data() + start * dim, count, w.data(),
+                                        part.data(), count, p);
+                    int64_t bad = 0;
+                    for (int64_t i = 0; i < kRows; ++i)
+                        for (int64_t j = 0; j < count; ++j)
+                            if (part[i * count + j] != whole[i * n_keys + start + j] && bad++ < 3)
+                                ADD_FAILURE() << "index_scores " << isa_name(table->isa) << " " << shape
+                                              << " threads=" << threads << ": query " << i << " key " << start + j
+                                              << " differs when scored among keys [" << start << ", "
+                                              << start + count << ")";
+                    EXPECT_EQ(bad, 0);
+                }
+        }
+    }
+}
+
+}  // namespace
+}  // namespace deepinfer::testing

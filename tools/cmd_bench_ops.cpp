@@ -1,0 +1,626 @@
+// `deepinfer bench-ops`: kernel throughput on the released weight shapes, against limits measured in the
+// same run (streaming read bandwidth, fp32 FMA and bf16-dot peaks). Weights cycle through distinct copies
+// totalling >= 2 GiB, so every call streams them from memory as decode does.
+#include <fmt/format.h>
+#include <sys/mman.h>
+#include <time.h>
+
+#include <algorithm>
+#include <chrono>
+#include <cmath>
+#include <cstdio>
+#include <functional>
+#include <memory>
+#include <random>
+#include <string>
+#include <vector>
+
+#include "backend/cpu/machine_probe.h"
+#include "backend/kernels.h"
+#include "core/aligned_buffer.h"
+#include "core/cpu_features.h"
+#include "core/thread_pool.h"
+#include "tools/commands.h"
+
+namespace deepinfer::cli {
+namespace {
+
+using backend::Kernels;
+using Clock = std::chrono::steady_clock;
+
+struct Options {
+    int threads = 0;
+    std::string isa;
+    int iters = 5;
+    bool quick = false;
+    bool in_cache = false;
+    std::string only;  // run only weights whose kernel or name contains this
+    bool hugepages = true;
+    std::string json;
+    std::vector<int64_t> rows = {1, 4, 16, 64};
+};
+
+struct Machine {
+    double read_gbps = 0, fp32_gflops = 0, bf16_gflops = 0;
+};
+
+struct Result {
+    std::string kernel, weight;
+    int64_t rows = 0, cols = 0, n = 0;
+    double bytes = 0, flops = 0, seconds = 0;
+    double peak = 0, read_gbps = 0;     // limits measured around this case's samples (medians)
+    double frac_bw = 0, frac_peak = 0;  // medians of the per-sample ratios
+    const char* peak_name = "";
+    double gbps() const { return bytes / seconds / 1e9; }
+    double gflops() const { return flops / seconds / 1e9; }
+};
+
+double elapsed(Clock::time_point t0) { return std::chrono::duration<double>(Clock::now() - t0).count(); }
+
+// 1-minute load average (other processes competing for the cores make every number here noisier).
+double load_average() {
+    double l = -1;
+    if (std::FILE* f = std::fopen("/proc/loadavg", "r")) {
+        if (std::fscanf(f, "%lf", &l) != 1) l = -1;
+        std::fclose(f);
+    }
+    return l;
+}
+
+// Weight storage on transparent huge pages (fewer TLB misses and page-boundary prefetch stops on multi-GiB
+// streams). AlignedBuffer has already touched its pages, so they are collapsed in place (Linux >= 6.1;
+// without it the advice only helps later faults).
+void advise(AlignedBuffer& b, bool hugepages) {
+    if (!hugepages || b.size() < (size_t{2} << 20)) return;
+    auto start = (reinterpret_cast<uintptr_t>(b.data()) + 4095) & ~uintptr_t{4095};
+    auto end = (reinterpret_cast<uintptr_t>(b.data()) + b.size()) & ~uintptr_t{4095};
+    if (end <= start) return;
+    madvise(reinterpret_cast<void*>(start), end - start, MADV_HUGEPAGE);
+#ifndef MADV_COLLAPSE
+#define MADV_COLLAPSE 25
+#endif
+    madvise(reinterpret_cast<void*>(start), end - start, MADV_COLLAPSE);
+}
+AlignedBuffer make_buffer(size_t bytes, bool hugepages) {
+    AlignedBuffer b;
+    b.allocate(bytes);  // zero-filled: touches every page once
+    advise(b, hugepages);
+    return b;
+}
+
+// Fill with a cheap generator: the contents only need to be realistic (finite codes, sane scales).
+void fill_codes(uint8_t* p, size_t n, uint64_t seed, uint8_t mask) {
+    uint64_t x = seed * 0x9e3779b97f4a7c15ull + 1;
+    for (size_t i = 0; i < n; ++i) {
+        x ^= x << 13, x ^= x >> 7, x ^= x << 17;
+        uint8_t c = static_cast<uint8_t>(x >> 24) & mask;
+        if ((c & 0x7f) == 0x7f) c = 0x3f;  // no e4m3 NaN
+        p[i] = c;
+    }
+}
+void fill_scales(uint8_t* p, size_t n, uint64_t seed) {
+    for (size_t i = 0; i < n; ++i) p[i] = static_cast<uint8_t>(118 + (i * 7 + seed) % 10);
+}
+
+// One benchmarked weight: `copies` distinct copies and a call running copy c with n activation rows.
+struct Bench {
+    std::string kernel, weight;
+    int64_t rows, cols;
+    double bytes_per_call;  // weight bytes each call reads (the kernel's layout)
+    bool bf16_dot_peak;     // compared against the bf16-dot peak (else fp32 FMA)
+    size_t copies = 0;
+    std::function<void(size_t copy, int64_t n)> run = {};
+    std::vector<AlignedBuffer> storage = {};
+    std::vector<std::unique_ptr<backend::PackedWeight>> packed = {};
+};
+
+size_t copies_for(double bytes, double total) {
+    return std::max<size_t>(2, static_cast<size_t>(std::ceil(total / bytes)));
+}
+
+struct Inputs {
+    int64_t max_n, max_k;
+    std::vector<uint8_t> codes, scales;
+    std::vector<bf16> xb;
+    std::vector<float> xf;
+    Inputs(int64_t n, int64_t k, const Kernels& kernels, ThreadPool& pool) : max_n(n), max_k(k) {
+        std::mt19937 rng(7);
+        std::normal_distribution<float> dist(0.0f, 1.0f);
+        xb.resize(n * k);
+        xf.resize(n * k);
+        for (int64_t i = 0; i < n * k; ++i) {
+            xb[i] = float_to_bf16(dist(rng));
+            xf[i] = bf16_to_float(xb[i]);
+        }
+        codes.resize(n * k);
+        scales.resize(n * k / 32);
+        kernels.act_quant(xb.data(), n, k, codes.data(), scales.data(), pool);
+    }
+    // act_quant rows of width k (rows of the max_k-wide quantization reinterpreted: fine for timing)
+    backend::Fp8Acts acts(int64_t n, int64_t k) const { return {codes.data(), scales.data(), n, k}; }
+};
+
+void add_fp8(std::vector<Bench>& out, const std::string& name, int64_t rows, int64_t cols, const Kernels& k,
+             ThreadPool& pool, const Inputs& in, bf16* y, const Options& o, double total) {
+    Bench b{"gemm_fp8", name, rows, cols, 0, true};
+    AlignedBuffer codes = make_buffer(rows * cols, false),
+                  scales = make_buffer(((rows + 31) / 32) * (cols / 32), false);
+    fill_codes(codes.data(), codes.size(), 1, 0xff);
+    fill_scales(scales.data(), scales.size(), 1);
+    const backend::Fp8Matrix canon{codes.data(), scales.data(), rows, cols};
+    backend::PackedWeight first;
+    k.prepare_fp8(canon, &first, pool);
+    const bool packed = first.layout != backend::PackedLayout::kNone;
+    b.bytes_per_call =
+        packed ? static_cast<double>(first.data.size()) : static_cast<double>(codes.size() + scales.size());
+    b.copies = copies_for(b.bytes_per_call, total);
+    std::vector<backend::Fp8Matrix> mats;
+    for (size_t c = 0; c < b.copies; ++c) {
+        if (packed) {
+            auto pw = std::make_unique<backend::PackedWeight>();
+            pw->layout = first.layout, pw->rows = rows, pw->cols = cols;
+            pw->data = make_buffer(first.data.size(), o.hugepages);
+            std::copy(first.data.data(), first.data.data() + first.data.size(), pw->data.data());
+            mats.push_back({nullptr, nullptr, rows, cols, pw.get()});
+            b.packed.push_back(std::move(pw));
+        } else {
+            b.storage.push_back(make_buffer(codes.size(), o.hugepages));
+            b.storage.push_back(make_buffer(scales.size(), false));
+            std::copy(codes.data(), codes.data() + codes.size(), b.storage[2 * c].data());
+            std::copy(scales.data(), scales.data() + scales.size(), b.storage[2 * c + 1].data());
+            mats.push_back({b.storage[2 * c].data(), b.storage[2 * c + 1].data(), rows, cols});
+        }
+    }
+    b.run = [&k, &pool, &in, y, mats, cols](size_t c, int64_t n) {
+        k.gemm_fp8(in.acts(n, cols), mats[c], y, mats[c].rows, pool);
+    };
+    out.push_back(std::move(b));
+}
+
+void add_fp4(std::vector<Bench>& out, const std::string& name, int64_t rows, int64_t cols, const Kernels& k,
+             ThreadPool& pool, const Inputs& in, bf16* y, const Options& o, double total) {
+    Bench b{"gemm_fp4", name, rows, cols, 0, true};
+    AlignedBuffer codes = make_buffer(rows * cols / 2, false), scales = make_buffer(rows * (cols / 32), false);
+    fill_codes(codes.data(), codes.size(), 2, 0xff);
+    fill_scales(scales.data(), scales.size(), 2);
+    const backend::Fp4Matrix canon{codes.data(), scales.data(), rows, cols};
+    backend::PackedWeight first;
+    k.prepare_fp4(canon, &first, pool);
+    const bool packed = first.layout != backend::PackedLayout::kNone;
+    b.bytes_per_call = static_cast<double>(packed ? first.data.size() : codes.size() + scales.size());
+    b.copies = copies_for(b.bytes_per_call, total);
+    std::vector<backend::Fp4Matrix> mats;
+    for (size_t c = 0; c < b.copies; ++c) {
+        if (packed) {
+            auto pw = std::make_unique<backend::PackedWeight>();
+            pw->layout = first.layout, pw->rows = rows, pw->cols = cols;
+            pw->data = make_buffer(first.data.size(), o.hugepages);
+            std::copy(first.data.data(), first.data.data() + first.data.size(), pw->data.data());
+            mats.push_back({nullptr, nullptr, rows, cols, pw.get()});
+            b.packed.push_back(std::move(pw));
+        } else {
+            b.storage.push_back(make_buffer(codes.size(), o.hugepages));
+            b.storage.push_back(make_buffer(scales.size(), false));
+            std::copy(codes.data(), codes.data() + codes.size(), b.storage[2 * c].data());
+            std::copy(scales.data(), scales.data() + scales.size(), b.storage[2 * c + 1].data());
+            mats.push_back({b.storage[2 * c].data(), b.storage[2 * c + 1].data(), rows, cols});
+        }
+    }
+    b.run = [&k, &pool, &in, y, mats, cols](size_t c, int64_t n) {
+        k.gemm_fp4(in.acts(n, cols), mats[c], y, mats[c].rows, pool);
+    };
+    out.push_back(std::move(b));
+}
+
+// bf16 weights: gemm_bf16 (bf16 x) or gemm_f32_bf16w (fp32 x, fp32 out).
+void add_bf16(std::vector<Bench>& out, const std::string& name, int64_t rows, int64_t cols, bool f32, const Kernels& k,
+              ThreadPool& pool, const Inputs& in, void* y, const Options& o, double total) {
+    Bench b{f32 ? "gemm_f32_bf16w" : "gemm_bf16", name, rows, cols, static_cast<double>(rows * cols * 2), !f32};
+    b.copies = copies_for(b.bytes_per_call, total);
+    AlignedBuffer first = make_buffer(rows * cols * 2, false);
+    {
+        auto* w = first.as<uint16_t>();
+        uint64_t x = 99;
+        for (int64_t i = 0; i < rows * cols; ++i) {
+            x ^= x << 13, x ^= x >> 7, x ^= x << 17;
+            w[i] = static_cast<uint16_t>(0x3c00 + (x & 0x7ff)) | static_cast<uint16_t>((x >> 20) & 0x8000);
+        }
+    }
+    std::vector<backend::Bf16Matrix> mats;
+    for (size_t c = 0; c < b.copies; ++c) {
+        b.storage.push_back(make_buffer(first.size(), o.hugepages));
+        std::copy(first.data(), first.data() + first.size(), b.storage.back().data());
+        mats.push_back({b.storage.back().as<bf16>(), rows, cols});
+    }
+    if (f32)
+        b.run = [&k, &pool, &in, y, mats](size_t c, int64_t n) {
+            k.gemm_f32_bf16w(in.xf.data(), n, mats[c], static_cast<float*>(y), mats[c].rows, pool);
+        };
+    else
+        b.run = [&k, &pool, &in, y, mats](size_t c, int64_t n) {
+            k.gemm_bf16(in.xb.data(), n, mats[c], static_cast<bf16*>(y), mats[c].rows, pool);
+        };
+    out.push_back(std::move(b));
+}
+
+// One timed case: every sample (a run of calls continuing the cycle through the copies, least recently
+// used first) is taken between two measurements of the machine limits, so load from other processes
+// that changes during the run affects both sides of each ratio alike.
+struct Timing {
+    double seconds, read_gbps, peak_gflops, frac_bw, frac_peak;
+};
+
+Timing time_case(Bench& b, int64_t n, int iters, size_t* next, const std::function<double()>& read_gbps,
+                 const std::function<double()>& peak_gflops, double bytes, double flops) {
+    auto t0 = Clock::now();
+    b.run(*next, n);  // warm-up, also the estimate of one call
+    *next = (*next + 1) % b.copies;
+    const double estimate = std::max(elapsed(t0), 1e-6);
+    const size_t calls = std::min(b.copies, std::max<size_t>(3, static_cast<size_t>(0.3 / estimate)));
+    std::vector<double> seconds, bws, peaks, frac_bw, frac_peak;
+    double bw = read_gbps(), peak = peak_gflops();
+    for (int it = 0; it < iters; ++it) {
+        t0 = Clock::now();
+        for (size_t c = 0; c < calls; ++c) {
+            b.run(*next, n);
+            *next = (*next + 1) % b.copies;
+        }
+        const double s = elapsed(t0) / static_cast<double>(calls);
+        const double bw_after = read_gbps(), peak_after = peak_gflops();
+        const double bw_mid = 0.5 * (bw + bw_after), peak_mid = 0.5 * (peak + peak_after);
+        seconds.push_back(s);
+        bws.push_back(bw_mid);
+        peaks.push_back(peak_mid);
+        frac_bw.push_back(bytes / s / 1e9 / bw_mid);
+        frac_peak.push_back(flops / s / 1e9 / peak_mid);
+        bw = bw_after, peak = peak_after;
+    }
+    auto median = [](std::vector<double> v) {
+        std::sort(v.begin(), v.end());
+        return v[v.size() / 2];
+    };
+    return {median(seconds), median(bws), median(peaks), median(frac_bw), median(frac_peak)};
+}
+
+std::string json_escape(const std::string& s) {
+    std::string r;
+    for (char c : s) r += (c == '"' || c == '\\') ? std::string("\\") + c : std::string(1, c);
+    return r;
+}
+
+int run_bench(const Options& o) {
+    Isa isa = best_isa();
+    if (!o.isa.empty() && !parse_isa(o.isa, &isa)) {
+        fmt::print(stderr, "bench-ops: --isa must be scalar, avx2 or avx512 (got {})\n", o.isa);
+        return 2;
+    }
+    if (!backend::cpu::isa_supported(isa)) {
+        fmt::print(stderr, "bench-ops: this CPU cannot run the {} kernels\n", isa_name(isa));
+        return 2;
+    }
+    const Kernels& kernels = backend::kernels_for(isa);
+    ThreadPool pool(o.threads);
+    const double total = o.quick ? 0.5 * (1u << 30) : 2.0 * (1u << 30);
+    const int iters = o.quick ? std::min(o.iters, 2) : o.iters;
+    // The machine: the best ISA's probes, whatever --isa selects for the kernels.
+    const Isa probe_isa =
+        best_isa() == Isa::kAvx512 && backend::cpu::isa_supported(Isa::kAvx512) ? Isa::kAvx512 : Isa::kAvx2;
+    // The limits, measured once up front and again next to every case (the machine is shared: fractions
+    // use the measurements taken around each case).
+    AlignedBuffer stream = make_buffer(static_cast<size_t>(total), o.hugepages);
+    const Isa peak_isa = isa == Isa::kAvx2 ? Isa::kAvx2 : probe_isa;
+    auto median3 = [](const std::function<double()>& f) {
+        double v[3] = {f(), f(), f()};
+        std::sort(v, v + 3);
+        return v[1];
+    };
+    auto read_gbps = [&] {
+        return median3([&] { return backend::cpu::measure_read_gbps(probe_isa, stream.data(), stream.size(), pool); });
+    };
+    auto peak_gflops = [&](bool dot) {
+        return median3([&] { return backend::cpu::measure_peak_gflops(peak_isa, dot, pool); });
+    };
+    fmt::print(stderr, "measuring read bandwidth ({:.1f} GiB, {} threads) and peak FLOP/s...\n", total / (1u << 30),
+               pool.size());
+    const double load_start = load_average();
+    Machine m{read_gbps(), peak_gflops(false), peak_gflops(true)};
+    std::vector<double> all_bw{m.read_gbps}, all_fp32{m.fp32_gflops}, all_bf16{m.bf16_gflops};
+    const int64_t max_n = *std::max_element(o.rows.begin(), o.rows.end());
+    const Inputs in(max_n, 8192, kernels, pool);
+    AlignedBuffer y = make_buffer(static_cast<size_t>(max_n) * 129280 * 4, false);
+    std::vector<Result> results;
+    struct Spec {
+        std::string kernel, weight;
+        std::function<void(std::vector<Bench>&)> make;
+    };
+    const std::vector<Spec> specs = {
+        {"gemm_fp8", "wq_b",
+         [&](auto& v) { add_fp8(v, "wq_b", 32768, 1280, kernels, pool, in, y.as<bf16>(), o, total); }},
+        {"gemm_fp4", "expert w1",
+         [&](auto& v) { add_fp4(v, "expert w1", 2304, 5120, kernels, pool, in, y.as<bf16>(), o, total); }},
+        {"gemm_fp4", "expert w2",
+         [&](auto& v) { add_fp4(v, "expert w2", 5120, 2304, kernels, pool, in, y.as<bf16>(), o, total); }},
+        {"gemm_fp8", "wo_b",
+         [&](auto& v) { add_fp8(v, "wo_b", 5120, 8192, kernels, pool, in, y.as<bf16>(), o, total); }},
+        {"gemm_f32_bf16w", "head",
+         [&](auto& v) { add_bf16(v, "head", 129280, 5120, true, kernels, pool, in, y.data(), o, total); }},
+        {"gemm_bf16", "wo_a",
+         [&](auto& v) { add_bf16(v, "wo_a", 8192, 4096, false, kernels, pool, in, y.data(), o, total); }},
+    };
+    auto selected = [&](const Spec& spec) {
+        return o.only.empty() || spec.kernel.find(o.only) != std::string::npos ||
+               spec.weight.find(o.only) != std::string::npos;
+    };
+    int step = 0;
+    const int steps = static_cast<int>(std::count_if(specs.begin(), specs.end(), selected) * o.rows.size());
+    for (const Spec& spec : specs) {
+        if (!selected(spec)) continue;
+        std::vector<Bench> benches;
+        spec.make(benches);
+        Bench& b = benches.front();
+        size_t next = 0;
+        for (int64_t n : o.rows) {
+            fmt::print(stderr, "[{}/{}] {} {} {}x{} n={} ({} copies, {:.2f} GiB)\n", ++step, steps, b.kernel, b.weight,
+                       b.rows, b.cols, n, b.copies, b.copies * b.bytes_per_call / (1u << 30));
+            Result r{b.kernel, b.weight, b.rows, b.cols, n, b.bytes_per_call, 2.0 * n * b.rows * b.cols};
+            const Timing tm = time_case(
+                b, n, iters, &next, read_gbps, [&] { return peak_gflops(b.bf16_dot_peak); }, r.bytes, r.flops);
+            r.seconds = tm.seconds;
+            r.read_gbps = tm.read_gbps;
+            r.peak = tm.peak_gflops;
+            r.frac_bw = tm.frac_bw;
+            r.frac_peak = tm.frac_peak;
+            all_bw.push_back(r.read_gbps);
+            (b.bf16_dot_peak ? all_bf16 : all_fp32).push_back(r.peak);
+            r.peak_name = b.bf16_dot_peak && isa == Isa::kAvx512 ? "bf16" : "fp32";
+            results.push_back(r);
+        }
+    }
+
+    auto median = [](std::vector<double> v) {
+        std::sort(v.begin(), v.end());
+        return v[v.size() / 2];
+    };
+    m = Machine{median(all_bw), median(all_fp32), median(all_bf16)};
+    const double load_end = load_average();
+    fmt::print(
+        "machine: {} threads, kernels {}, load average {:.1f} -> {:.1f}; read {:.1f} GB/s, fp32 FMA {:.0f} GFLOP/s, "
+        "{} {:.0f} GFLOP/s (medians of the measurements around the cases; ranges {:.1f}-{:.1f} GB/s, "
+        "{:.0f}-{:.0f} GFLOP/s)\n",
+        pool.size(), isa_name(kernels.isa), load_start, load_end, m.read_gbps, m.fp32_gflops,
+        isa == Isa::kAvx512 ? "bf16 dot" : "fp32 FMA (no bf16 dot)", m.bf16_gflops,
+        *std::min_element(all_bw.begin(), all_bw.end()), *std::max_element(all_bw.begin(), all_bw.end()),
+        *std::min_element(all_bf16.begin(), all_bf16.end()), *std::max_element(all_bf16.begin(), all_bf16.end()));
+
+    // Kernels without a weight stream: cache-resident inputs, time per call and FLOP/s only.
+    struct Other {
+        std::string kernel, shape;
+        double seconds, flops;
+    };
+    std::vector<Other> others;
+    {
+        auto median_seconds = [&](const std::function<void()>& f) {
+            f();
+            std::vector<double> v;
+            for (int it = 0; it < std::max(3, iters); ++it) {
+                int calls = 0;
+                const auto t0 = Clock::now();
+                do f(), ++calls;
+                while (elapsed(t0) < 0.05);
+                v.push_back(elapsed(t0) / calls);
+            }
+            std::sort(v.begin(), v.end());
+            return v[v.size() / 2];
+        };
+        fmt::print(stderr, "act_quant, sparse_attn, index_scores...\n");
+        std::vector<uint8_t> codes(max_n * 5120), scales(max_n * 160);
+        others.push_back({"act_quant", fmt::format("{}x5120", max_n), median_seconds([&] {
+                              kernels.act_quant(in.xb.data(), max_n, 5120, codes.data(), scales.data(), pool);
+                          }),
+                          0.0});
+        // decode step: 64 heads x 512, 128 window + 512 compressed indices over 4096 kv rows
+        const int heads = 64, dim = 512, topk = 640, n_kv = 4096;
+        std::vector<bf16> kv(static_cast<size_t>(n_kv) * dim), q(static_cast<size_t>(heads) * dim), att(q.size());
+        for (size_t e = 0; e < kv.size(); ++e) kv[e] = in.xb[e % in.xb.size()];
+        for (size_t e = 0; e < q.size(); ++e) q[e] = in.xb[(e * 7) % in.xb.size()];
+        std::vector<int32_t> idx(topk);
+        for (int t = 0; t < topk; ++t) idx[t] = (t * 37) % n_kv;
+        std::vector<float> sink(heads, 0.5f);
+        others.push_back({"sparse_attn", "1x64x512, topk 640", median_seconds([&] {
+                              kernels.sparse_attn(q.data(), 1, heads, dim, kv.data(), idx.data(), topk, sink.data(),
+                                                  0.044194f, att.data(), pool);
+                          }),
+                          4.0 * heads * topk * dim});
+        // indexer decode step: 32 heads x 128 over 16384 compressed keys
+        const int ih = 32, id = 128;
+        const int64_t keys_n = 16384;
+        std::vector<bf16> keys(static_cast<size_t>(keys_n) * id), iq(ih * id), iw(ih, float_to_bf16(1.0f / 64));
+        for (size_t e = 0; e < keys.size(); ++e) keys[e] = in.xb[e % in.xb.size()];
+        for (size_t e = 0; e < iq.size(); ++e) iq[e] = in.xb[(e * 3) % in.xb.size()];
+        std::vector<float> scores(keys_n);
+        others.push_back({"index_scores", "1x32x128, 16384 keys", median_seconds([&] {
+                              kernels.index_scores(iq.data(), 1, ih, id, keys.data(), keys_n, iw.data(), scores.data(),
+                                                   keys_n, pool);
+                          }),
+                          2.0 * ih * id * keys_n});
+    }
+
+    fmt::print("{:<15} {:<10} {:>12} {:>3} {:>10} {:>7} {:>6} {:>8} {:>6} {:>6}\n", "kernel", "weight", "shape", "n",
+               "us/call", "GB/s", "%BW", "GFLOP/s", "%peak", "%roof");
+    for (const Result& r : results) {
+        // roofline: achieved / min(bandwidth x FLOP per weight byte, peak) = the larger of the two fractions
+        fmt::print("{:<15} {:<10} {:>12} {:>3} {:>10.1f} {:>7.1f} {:>5.0f}% {:>8.1f} {:>5.0f}% {:>5.0f}%\n", r.kernel,
+                   r.weight, fmt::format("{}x{}", r.rows, r.cols), r.n, r.seconds * 1e6, r.gbps(), 100.0 * r.frac_bw,
+                   r.gflops(), 100.0 * r.frac_peak, 100.0 * std::max(r.frac_bw, r.frac_peak));
+    }
+    fmt::print(
+        "us/call, GB/s, GFLOP/s: medians over samples; %BW / %peak: medians of (weight bytes/s) / (read bandwidth) and "
+        "FLOP/s / peak ({}), each sample against the limits measured just before and after it; %roof: the larger of "
+        "the two (achieved / min(bandwidth x FLOP per byte, peak))\n",
+        isa == Isa::kAvx512 ? "bf16 dot for fp8/fp4/bf16, fp32 FMA for fp32 math" : "fp32 FMA");
+    for (const Other& x : others)
+        fmt::print("{:<15} {:<24} {:>10.1f} us{}\n", x.kernel, x.shape, x.seconds * 1e6,
+                   x.flops > 0
+                       ? fmt::format("  {:.1f} GFLOP/s ({:.0f}% of the bf16-dot peak)", x.flops / x.seconds / 1e9,
+                                     100.0 * x.flops / x.seconds / 1e9 / m.bf16_gflops)
+                       : std::string());
+
+    if (!o.json.empty()) {
+        std::string j = fmt::format(
+            "{{\n  \"isa\": \"{}\", \"threads\": {}, \"load_average\": [{:.2f}, {:.2f}], \"read_gbps\": {:.3f}, "
+            "\"fp32_gflops\": {:.3f}, \"bf16_gflops\": {:.3f},\n  \"results\": [\n",
+            isa_name(kernels.isa), pool.size(), load_start, load_end, m.read_gbps, m.fp32_gflops, m.bf16_gflops);
+        for (size_t i = 0; i < results.size(); ++i) {
+            const Result& r = results[i];
+            j += fmt::format(
+                "    {{\"kernel\": \"{}\", \"weight\": \"{}\", \"rows\": {}, \"cols\": {}, \"n\": {}, \"us_per_call\": "
+                "{:.3f}, "
+                "\"gbps\": {:.3f}, \"gflops\": {:.3f}, \"read_gbps\": {:.3f}, \"peak_gflops\": {:.3f}, \"frac_bw\": "
+                "{:.4f}, "
+                "\"frac_peak\": {:.4f}, \"peak\": \"{}\"}}{}\n",
+                r.kernel, json_escape(r.weight), r.rows, r.cols, r.n, r.seconds * 1e6, r.gbps(), r.gflops(),
+                r.read_gbps, r.peak, r.frac_bw, r.frac_peak, r.peak_name, i + 1 < results.size() ? "," : "");
+        }
+        j += "  ],\n  \"other\": [\n";
+        for (size_t i = 0; i < others.size(); ++i)
+            j += fmt::format(
+                "    {{\"kernel\": \"{}\", \"shape\": \"{}\", \"us_per_call\": {:.3f}, \"gflops\": {:.3f}}}{}\n",
+                others[i].kernel, others[i].shape, others[i].seconds * 1e6, others[i].flops / others[i].seconds / 1e9,
+                i + 1 < others.size() ? "," : "");
+        j += "  ]\n}\n";
+        if (o.json == "-") {
+            fmt::print("{}", j);
+        } else {
+            std::FILE* f = std::fopen(o.json.c_str(), "w");
+            if (!f) {
+                fmt::print(stderr, "bench-ops: cannot write {}\n", o.json);
+                return 1;
+            }
+            std::fputs(j.c_str(), f);
+            std::fclose(f);
+        }
+    }
+    return 0;
+}
+
+double thread_cpu_seconds() {
+    timespec ts;
+    clock_gettime(CLOCK_THREAD_CPUTIME_ID, &ts);
+    return static_cast<double>(ts.tv_sec) + 1e-9 * static_cast<double>(ts.tv_nsec);
+}
+
+// Best of 5 rounds of repeated calls, in thread CPU time (time the thread was not running is not counted).
+double cpu_seconds_per_call(const std::function<void()>& f) {
+    f();
+    double best = 1e30;
+    for (int round = 0; round < 5; ++round) {
+        const double t0 = thread_cpu_seconds();
+        int calls = 0;
+        do f(), ++calls;
+        while (thread_cpu_seconds() - t0 < 0.06);
+        best = std::min(best, (thread_cpu_seconds() - t0) / calls);
+    }
+    return best;
+}
+
+// Per-core ceilings: one thread, 256 weight rows (L2-resident), activation rows n; GB/s of weight bytes and
+// GFLOP/s against the single-thread peak, all in thread CPU time.
+int run_in_cache(const Options& o) {
+    Isa isa = best_isa();
+    if (!o.isa.empty() && !parse_isa(o.isa, &isa)) {
+        fmt::print(stderr, "bench-ops: --isa must be scalar, avx2 or avx512 (got {})\n", o.isa);
+        return 2;
+    }
+    if (!backend::cpu::isa_supported(isa)) {
+        fmt::print(stderr, "bench-ops: this CPU cannot run the {} kernels\n", isa_name(isa));
+        return 2;
+    }
+    const Kernels& k = backend::kernels_for(isa);
+    ThreadPool one(1);
+    const Isa peak_isa = isa == Isa::kAvx512 ? Isa::kAvx512 : Isa::kAvx2;
+    // the probes on one thread, in CPU time
+    auto peak = [&](bool dot) {
+        return backend::cpu::peak_probe_flops_per_thread(peak_isa, dot) /
+               cpu_seconds_per_call([&] { backend::cpu::measure_peak_gflops(peak_isa, dot, one); }) / 1e9;
+    };
+    const double fp32 = peak(false), dot = peak(true);
+    if (peak_isa == Isa::kAvx512)
+        fmt::print(
+            "in-cache, 1 thread, kernels {}: peak fp32 FMA {:.0f} GFLOP/s, bf16 dot {:.0f} GFLOP/s (thread CPU time)\n",
+            isa_name(k.isa), fp32, dot);
+    else
+        fmt::print("in-cache, 1 thread, kernels {}: peak fp32 FMA {:.0f} GFLOP/s (thread CPU time)\n", isa_name(k.isa),
+                   fp32);
+    const int64_t rows = 256, max_n = *std::max_element(o.rows.begin(), o.rows.end());
+    fmt::print("{:<15} {:>10} {:>3} {:>10} {:>9} {:>6}\n", "kernel", "shape", "n", "GB/s/core", "GFLOP/s", "%peak");
+    for (int kind = 0; kind < 5; ++kind) {
+        const int64_t cols = kind == 1 ? 4096 : 2048;
+        std::vector<uint8_t> codes(rows * cols), scales(rows * cols / 32);
+        fill_codes(codes.data(), codes.size(), 5, 0xff);
+        fill_scales(scales.data(), scales.size(), 5);
+        std::vector<bf16> wb(rows * cols), xb(max_n * cols);
+        std::vector<float> wf(rows * cols), xf(max_n * cols), yf(max_n * rows);
+        for (size_t e = 0; e < wb.size(); ++e)
+            wf[e] = bf16_to_float(wb[e] = float_to_bf16(((e * 7919) % 1000) / 1000.0f - 0.5f));
+        for (size_t e = 0; e < xb.size(); ++e)
+            xf[e] = bf16_to_float(xb[e] = float_to_bf16(((e * 104729) % 1000) / 1000.0f - 0.5f));
+        std::vector<uint8_t> ac(max_n * cols), as(max_n * cols / 32);
+        k.act_quant(xb.data(), max_n, cols, ac.data(), as.data(), one);
+        std::vector<bf16> yb(max_n * rows);
+        backend::PackedWeight pw;
+        backend::Fp8Matrix w8{codes.data(), scales.data(), rows, cols};
+        backend::Fp4Matrix w4{codes.data(), scales.data(), rows, cols};
+        if (kind == 0) k.prepare_fp8(w8, &pw, one), w8.prepared = &pw;
+        if (kind == 1) k.prepare_fp4(w4, &pw, one), w4.prepared = &pw;
+        static const char* kNames[] = {"gemm_fp8", "gemm_fp4", "gemm_bf16", "gemm_f32_bf16w", "gemm_f32"};
+        const double wbytes = kind == 0   ? rows * cols
+                              : kind == 1 ? rows * cols / 2 + rows * cols / 32
+                              : kind == 4 ? rows * cols * 4
+                                          : rows * cols * 2;
+        for (int64_t n : o.rows) {
+            const backend::Fp8Acts a{ac.data(), as.data(), n, cols};
+            const double s = cpu_seconds_per_call([&] {
+                switch (kind) {
+                    case 0: k.gemm_fp8(a, w8, yb.data(), rows, one); break;
+                    case 1: k.gemm_fp4(a, w4, yb.data(), rows, one); break;
+                    case 2: k.gemm_bf16(xb.data(), n, {wb.data(), rows, cols}, yb.data(), rows, one); break;
+                    case 3: k.gemm_f32_bf16w(xf.data(), n, {wb.data(), rows, cols}, yf.data(), rows, one); break;
+                    default: k.gemm_f32(xf.data(), n, {wf.data(), rows, cols}, yf.data(), rows, one); break;
+                }
+            });
+            const double gflops = 2.0 * n * rows * cols / s / 1e9;
+            const double peak = (kind <= 2 && isa == Isa::kAvx512) ? dot : fp32;
+            fmt::print("{:<15} {:>10} {:>3} {:>10.1f} {:>9.1f} {:>5.0f}%\n", kNames[kind],
+                       fmt::format("{}x{}", rows, cols), n, wbytes / s / 1e9, gflops, 100.0 * gflops / peak);
+        }
+    }
+    fmt::print(
+        "GB/s/core: weight bytes per second of one core's CPU time (the most one core can stream through "
+        "the kernel); %peak: against the one-thread peak of the instruction the kernel is built on\n");
+    return 0;
+}
+
+}  // namespace
+
+Command make_bench_ops_command() {
+    return {[](CLI::App& app, int* exit_code) {
+        auto opts = std::make_shared<Options>();
+        auto* sub = app.add_subcommand("bench-ops",
+                                       "Measure kernel throughput against the machine's measured bandwidth and peak");
+        sub->add_option("--threads", opts->threads, "Threads (default: all hardware threads)");
+        sub->add_option("--isa", opts->isa, "Kernel set: scalar, avx2 or avx512 (default: best for this CPU)");
+        sub->add_option("--iters", opts->iters, "Timed samples per case; the median is reported")
+            ->check(CLI::PositiveNumber);
+        sub->add_option("--rows", opts->rows, "Activation rows n to measure (default 1 4 16 64)")->delimiter(',');
+        sub->add_flag("--quick", opts->quick, "0.5 GiB of weight copies and at most 2 samples (smoke test)");
+        sub->add_option("--only", opts->only, "Only the weights whose kernel or name contains this text");
+        sub->add_flag("--in-cache", opts->in_cache,
+                      "Instead: per-core compute ceilings, one thread on L2-resident weights, timed in thread CPU "
+                      "time (robust on a shared machine)");
+        sub->add_flag("!--no-hugepages", opts->hugepages, "Do not ask for transparent huge pages on weight buffers");
+        sub->add_option("--json", opts->json, "Also write the results as JSON to this file ('-' for stdout)");
+        sub->callback([opts, exit_code] { *exit_code = opts->in_cache ? run_in_cache(*opts) : run_bench(*opts); });
+    }};
+}
+
+}  // namespace deepinfer::cli
