@@ -52,7 +52,8 @@ struct Engine::Impl {
     std::condition_variable inbox_cv;
     std::vector<std::unique_ptr<RequestState>> inbox;
     std::vector<std::string> abort_inbox;
-    std::atomic<int64_t> queued{0};
+    std::atomic<int64_t> queued{0};            // in the inbox, not yet given to a scheduler
+    std::atomic<int64_t> sched_waiting{0};     // admitted, waiting in a scheduler (as of the last step)
 
     // Background loop.
     std::thread loop;
@@ -246,7 +247,8 @@ Status Engine::submit(GenerationRequest request, Callback callback) {
     if (prompt_len >= m.max_model_len)
         return invalid_argument("prompt: {} tokens, but the maximum context length is {} (prompt plus at least one "
                                 "generated token)", prompt_len, m.max_model_len);
-    if (m.queued.load() >= m.config.max_waiting)
+    // Waiting = not yet running anywhere: the inbox plus the schedulers' waiting queues.
+    if (m.queued.load() + m.sched_waiting.load() >= m.config.max_waiting)
         return error(StatusCode::kResourceExhausted, "the request queue is full ({} waiting)", m.config.max_waiting);
     auto state = std::make_unique<RequestState>();
     state->request = std::move(request);
@@ -532,6 +534,7 @@ void Engine::Impl::record_metrics() {
         metrics.prefix_query_tokens += s.prefix_query_tokens;
         metrics.prefix_hit_tokens += s.prefix_hit_tokens;
     }
+    sched_waiting = metrics.waiting;
 }
 
 bool Engine::step() { return impl_->step(); }
