@@ -9,6 +9,7 @@
 #include <chrono>
 #include <cmath>
 #include <cstdio>
+#include <cstring>
 #include <functional>
 #include <memory>
 #include <random>
@@ -68,8 +69,8 @@ double load_average() {
 }
 
 // Weight storage on transparent huge pages (fewer TLB misses and page-boundary prefetch stops on multi-GiB
-// streams). AlignedBuffer has already touched its pages, so they are collapsed in place (Linux >= 6.1;
-// without it the advice only helps later faults).
+// streams). Advised before the pages are first written, so the faults get huge pages; pages already touched
+// are collapsed in place (Linux >= 6.1).
 void advise(AlignedBuffer& b, bool hugepages) {
     if (!hugepages || b.size() < (size_t{2} << 20)) return;
     auto start = (reinterpret_cast<uintptr_t>(b.data()) + 4095) & ~uintptr_t{4095};
@@ -81,10 +82,13 @@ void advise(AlignedBuffer& b, bool hugepages) {
 #endif
     madvise(reinterpret_cast<void*>(start), end - start, MADV_COLLAPSE);
 }
+// Every page written: large AlignedBuffers are fresh anonymous mappings, and reading a page never written
+// reads the kernel's shared zero page (from cache), which would make the read probe report cache speed.
 AlignedBuffer make_buffer(size_t bytes, bool hugepages) {
     AlignedBuffer b;
-    b.allocate(bytes);  // zero-filled: touches every page once
+    b.allocate(bytes);
     advise(b, hugepages);
+    std::memset(b.data(), 0x5a, b.size());
     return b;
 }
 
