@@ -1,4 +1,5 @@
-// Fixed worker pool with a generation counter: each run_on_all publishes one task to every worker.
+// Fixed worker pool with a generation counter: each run_on_all publishes one task to every worker
+// (hybrid spin-then-block waiting, see thread_pool.h).
 #include "core/thread_pool.h"
 
 #include <algorithm>
@@ -7,6 +8,21 @@
 #include "core/env.h"
 
 namespace deepinfer {
+
+namespace {
+
+// About 50-100 us of polling before a thread blocks (a pause is ~40-140 cycles, CPU dependent).
+constexpr int kSpinIterations = 2000;
+
+inline void cpu_relax() {
+#if defined(__x86_64__) || defined(__i386__)
+    __builtin_ia32_pause();
+#else
+    std::this_thread::yield();
+#endif
+}
+
+}  // namespace
 
 ThreadPool::ThreadPool(int n_threads) {
     if (n_threads <= 0) n_threads = static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
@@ -24,20 +40,25 @@ ThreadPool::~ThreadPool() {
 }
 
 void ThreadPool::worker_loop(int index) {
-    size_t seen = 0;
+    uint64_t seen = 0;
     while (true) {
-        const std::function<void(int)>* task;
-        {
-            std::unique_lock<std::mutex> lock(mutex_);
-            wake_.wait(lock, [&] { return stop_ || generation_ != seen; });
-            if (stop_) return;
-            seen = generation_;
-            task = task_;
+        bool ready = false;
+        for (int i = 0; i < kSpinIterations && !ready; ++i) {
+            ready = stop_.load() || generation_.load() != seen;
+            if (!ready) cpu_relax();
         }
-        (*task)(index);
-        {
+        if (!ready) {
+            std::unique_lock<std::mutex> lock(mutex_);
+            ++sleepers_;
+            wake_.wait(lock, [&] { return stop_.load() || generation_.load() != seen; });
+            --sleepers_;
+        }
+        if (stop_.load()) return;
+        seen = generation_.load();
+        (*task_.load())(index);
+        if (pending_.fetch_sub(1) == 1 && caller_sleeping_.load()) {
             std::lock_guard<std::mutex> lock(mutex_);
-            if (--pending_ == 0) done_.notify_one();
+            done_.notify_one();
         }
     }
 }
@@ -48,16 +69,25 @@ void ThreadPool::run_on_all(const std::function<void(int)>& fn) {
         return;
     }
     std::lock_guard<std::mutex> call(call_mutex_);
-    {
+    task_ = &fn;
+    pending_ = n_threads_ - 1;
+    ++generation_;
+    if (sleepers_.load() > 0) {
         std::lock_guard<std::mutex> lock(mutex_);
-        task_ = &fn;
-        pending_ = n_threads_ - 1;
-        ++generation_;
+        wake_.notify_all();
     }
-    wake_.notify_all();
     fn(0);
-    std::unique_lock<std::mutex> lock(mutex_);
-    done_.wait(lock, [&] { return pending_ == 0; });
+    bool done = false;
+    for (int i = 0; i < kSpinIterations && !done; ++i) {
+        done = pending_.load() == 0;
+        if (!done) cpu_relax();
+    }
+    if (!done) {
+        std::unique_lock<std::mutex> lock(mutex_);
+        caller_sleeping_ = true;
+        done_.wait(lock, [&] { return pending_.load() == 0; });
+        caller_sleeping_ = false;
+    }
     task_ = nullptr;
 }
 

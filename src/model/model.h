@@ -22,7 +22,8 @@ namespace deepinfer::model {
 // Wall time spent per block when profiling is on (bench-decode): attention sublayer, MoE sublayer, and the
 // rest of the block (mHC mixing, norms); plus embedding/Engram and the head.
 struct ForwardProfile {
-    std::vector<double> attention_seconds, moe_seconds, block_seconds;  // [n_blocks]
+    // [n_blocks]; block_seconds includes the block's Engram lookup (engram_seconds), which runs before it
+    std::vector<double> attention_seconds, moe_seconds, engram_seconds, block_seconds;
     double head_seconds = 0.0, other_seconds = 0.0;
     int64_t forwards = 0;
 };

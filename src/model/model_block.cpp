@@ -46,6 +46,7 @@ void Model::set_profiling(bool on) {
     total_profiled_ = 0.0;
     profile_.attention_seconds.assign(config_.n_blocks(), 0.0);
     profile_.moe_seconds.assign(config_.n_blocks(), 0.0);
+    profile_.engram_seconds.assign(config_.n_blocks(), 0.0);
     profile_.block_seconds.assign(config_.n_blocks(), 0.0);
 }
 

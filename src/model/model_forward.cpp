@@ -78,7 +78,15 @@ Status Model::forward(kv::KvPools& pools, const ForwardBatch& batch, ForwardOutp
 
     // 4. Blocks.
     for (int L = 0; L < c.num_hidden_layers; ++L) {
-        if (c.roles[L].engram) engram(f, L, stream);
+        if (c.roles[L].engram) {
+            const auto t_engram = std::chrono::steady_clock::now();
+            engram(f, L, stream);
+            if (profiling_) {
+                const double t = std::chrono::duration<double>(std::chrono::steady_clock::now() - t_engram).count();
+                profile_.engram_seconds[L] += t;
+                profile_.block_seconds[L] += t;
+            }
+        }
         if (need_taps) {
             auto it = std::find(c.dspark_target_layer_ids.begin(), c.dspark_target_layer_ids.end(), L);
             if (it != c.dspark_target_layer_ids.end()) {
