@@ -187,9 +187,9 @@ int run(Options& o) {
         rows.push_back({{"block", c.block_prefix(b)}, {"seconds", t}, {"attention_seconds", ta}, {"moe_seconds", tm},
                         {"engram_seconds", te}, {"bytes", tr.total()}, {"roofline_seconds", roof}});
     }
-    const double head = p.head_seconds / o.steps, head_roof = model::head_traffic(c) / (bandwidth * 1e9);
+    const double head = p.head_seconds / o.steps, head_roof = model::head_traffic(c, o.engine.tp) / (bandwidth * 1e9);
     fmt::print("{:<10} {:>10.3f} {:>10} {:>10} {:>10} {:>11.2f} {:>11.3f} {:>8.2f}\n", "head", head * 1e3, "", "", "",
-               model::head_traffic(c) / 1e6, head_roof * 1e3, head / head_roof);
+               model::head_traffic(c, o.engine.tp) / 1e6, head_roof * 1e3, head / head_roof);
     fmt::print("layers: {:.3f} ms per step vs roofline {:.3f} ms ({:.2f}x); whole step {:.3f} ms\n", sum_time * 1e3,
                sum_roof * 1e3, sum_time / sum_roof, total * 1e3);
     if (o.json) {

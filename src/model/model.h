@@ -81,6 +81,9 @@ class Model {
     // Sum a partial result over a group (TP attention output, EP expert sum); a failure is kept in
     // comm_status_ and reported by forward()/draft(): the group can no longer be used.
     void all_reduce(dist::Comm* comm, float* data, size_t count);
+    // fp32 logits [n, vocab] = x [n, hidden] . head^T; under TP each rank computes its vocabulary rows and
+    // the TP group all-gathers them (the same bits as one rank: each logit is one row's dot product).
+    void lm_head(const float* x, int64_t n, float* logits);
     // Grouped low-rank output of the local heads (wo_a bf16 per group, then wo_b, summed over TP).
     void output_projection(const BlockWeights& w, const bf16* o, int64_t n, bf16* out);
 

@@ -5,6 +5,7 @@
 #include "core/log.h"
 #include "core/quant_records.h"
 #include "model/model.h"
+#include "ops/linear.h"
 
 namespace deepinfer::model {
 
@@ -83,6 +84,34 @@ Expected<std::unique_ptr<Model>> Model::create(ModelConfig config, std::unique_p
     m->rope_plain_ = ops::Rope(plain);
     m->rope_yarn_ = ops::Rope(yarn);
     return m;
+}
+
+void Model::lm_head(const float* x, int64_t n, float* logits) {
+    const int64_t V = config_.vocab_size;
+    if (plan_.tp_size == 1 || plan_.tp == nullptr) {
+        ops::linear_f32(x, n, weights_->head, logits);
+        return;
+    }
+    const int tp = plan_.tp_size;
+    std::vector<size_t> bytes(tp);
+    for (int r = 0; r < tp; ++r) {
+        const auto [v0, v1] = head_rows(V, r, tp);
+        bytes[r] = static_cast<size_t>(n * (v1 - v0)) * sizeof(float);
+    }
+    const int64_t my_first = head_rows(V, plan_.tp_rank, tp).first;
+    std::vector<float> gathered(static_cast<size_t>(n * V));  // [rank][n][rows of that rank]
+    float* mine = gathered.data() + n * my_first;             // this rank's slot (in place)
+    ops::linear_f32(x, n, weights_->head, mine);
+    if (comm_status_.is_ok()) {
+        Status s = plan_.tp->all_gather_v(mine, bytes, gathered.data());
+        if (!s.is_ok()) comm_status_ = s.with_context("LM head all-gather");
+    }
+    for (int r = 0; r < tp; ++r) {
+        const auto [v0, v1] = head_rows(V, r, tp);
+        const float* block = gathered.data() + n * v0;
+        for (int64_t i = 0; i < n; ++i)
+            std::copy(block + i * (v1 - v0), block + (i + 1) * (v1 - v0), logits + i * V + v0);
+    }
 }
 
 void Model::all_reduce(dist::Comm* comm, float* data, size_t count) {

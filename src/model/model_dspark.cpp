@@ -145,7 +145,7 @@ Status Model::draft(kv::KvPools& pools, const DraftRequest& req, DraftOutput* ou
     std::vector<float> nf(B * D);
     ops::bf16_to_f32(normed.data(), B * D, nf.data());
     out->logits.assign(B * V, 0.0f);
-    ops::linear_f32(nf.data(), B, weights_->head, out->logits.data());
+    lm_head(nf.data(), B, out->logits.data());
 
     // Sequential Markov bias: row i's bias depends on the token sampled from row i-1.
     const int rank = c.dspark_markov_rank;

@@ -116,7 +116,7 @@ Status Model::forward(kv::KvPools& pools, const ForwardBatch& batch, ForwardOutp
     std::vector<float> normed_f32(n_out * D);
     ops::bf16_to_f32(normed.data(), n_out * D, normed_f32.data());
     out->logits.assign(n_out * c.vocab_size, 0.0f);
-    ops::linear_f32(normed_f32.data(), n_out, weights_->head, out->logits.data());
+    lm_head(normed_f32.data(), n_out, out->logits.data());
 
     out->main_hidden.clear();
     if (batch.want_main_hidden && c.has_dspark()) {

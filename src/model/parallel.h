@@ -2,8 +2,12 @@
 // tensor parallelism shards the attention heads (wq_b rows, attn_sink, wo_a groups, wo_b columns; one
 // all-reduce of the output per layer) while q_a, kv, the compressor and the indexer stay replicated; expert
 // parallelism partitions the routed experts (a partial MoE sum per rank, one all-reduce), the shared expert
-// is replicated. Every rank of the TP/EP groups runs the same rows, so caches and sampling stay identical.
+// is replicated. The LM head is vocab-parallel over the TP group (each rank its rows, one all-gather of the
+// logits). Every rank of the TP/EP groups runs the same rows, so caches and sampling stay identical.
 #pragma once
+
+#include <cstdint>
+#include <utility>
 
 #include "dist/comm.h"
 
@@ -23,5 +27,10 @@ struct ParallelPlan {
 
     bool single() const { return tp_size == 1 && ep_size == 1 && dp_size == 1; }
 };
+
+// Vocabulary rows [first, second) of the LM head that TP rank `rank` of `size` holds (vocab-parallel head).
+inline std::pair<int64_t, int64_t> head_rows(int64_t vocab, int rank, int size) {
+    return {vocab * rank / size, vocab * (rank + 1) / size};
+}
 
 }  // namespace deepinfer::model

@@ -5,6 +5,7 @@
 #include <cmath>
 
 #include "core/quant_records.h"
+#include "model/parallel.h"
 #include "model/tensor_table.h"
 
 namespace deepinfer::model {
@@ -37,8 +38,9 @@ BlockTraffic decode_traffic(const ModelConfig& c, int block, int64_t context, in
     return t;
 }
 
-double head_traffic(const ModelConfig& c) {
-    return static_cast<double>(c.vocab_size) * c.hidden_size * 2 + c.hidden_size * 2;
+double head_traffic(const ModelConfig& c, int tp) {
+    const auto [v0, v1] = head_rows(c.vocab_size, 0, tp);  // rank 0's vocabulary rows (vocab-parallel head)
+    return static_cast<double>(v1 - v0) * c.hidden_size * 2 + c.hidden_size * 2;
 }
 
 }  // namespace deepinfer::model

@@ -17,7 +17,7 @@ struct BlockTraffic {
 
 // One decode step of `batch` sequences at `context` positions, on one rank of a tp x ep split.
 BlockTraffic decode_traffic(const ModelConfig& config, int block, int64_t context, int batch, int tp = 1, int ep = 1);
-// The final norm and LM head (fp32 math on the bf16-stored head).
-double head_traffic(const ModelConfig& config);
+// The final norm and LM head (fp32 math on the bf16-stored head), on one rank of a vocab-parallel TP split.
+double head_traffic(const ModelConfig& config, int tp = 1);
 
 }  // namespace deepinfer::model

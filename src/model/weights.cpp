@@ -93,6 +93,14 @@ Expected<std::unique_ptr<ModelWeights>> bind_weights(const ModelConfig& c, std::
     Binder bind(*store);
     w->embed = bind.ptr<bf16>("embed.weight");
     w->head = bind.bf16m("head.weight");
+    if (plan.tp_size > 1 && w->head.data) {
+        // Vocab-parallel LM head: rank r keeps rows [V r / tp, V (r + 1) / tp) (the head is the largest dense
+        // weight, 1.3 GB in the release; replicated, every rank would stream all of it per token).
+        const auto [v0, v1] = head_rows(c.vocab_size, plan.tp_rank, plan.tp_size);
+        w->head.data += v0 * w->head.cols;
+        w->head.rows = v1 - v0;
+        w->head_row_begin = v0;
+    }
     w->norm = bind.ptr<bf16>("norm.weight");
     w->blocks.resize(c.n_blocks());
     for (int b = 0; b < c.n_blocks(); ++b) {

@@ -70,7 +70,8 @@ struct BlockWeights {
 
 struct ModelWeights {
     const bf16* embed = nullptr;  // [vocab, hidden]
-    Bf16Matrix head;              // [vocab, hidden]
+    Bf16Matrix head;              // [vocab, hidden]; under TP this rank's vocabulary rows only (vocab-parallel)
+    int64_t head_row_begin = 0;   // first vocabulary id of this rank's head rows
     const bf16* norm = nullptr;   // [hidden]
     std::vector<BlockWeights> blocks;
     std::vector<std::vector<bf16>> owned;           // load-time transformed tensors (wo_a)

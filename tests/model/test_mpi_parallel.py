@@ -50,6 +50,17 @@ def main():
             print(f"{tag}: worst cosine {worst:.6f}, top-1 {top1}/{len(ref_logits)}, greedy equal {tokens == ref_tokens}")
             if worst < 0.999 or top1 != len(ref_logits) or tokens != ref_tokens:
                 failures.append(tag)
+        # DSpark drafts under TP (the vocab-parallel head gathers the draft logits too): speculative greedy
+        # equals plain greedy of one rank.
+        spec = run(2, ["--tp", "2", "--max-tokens", "16", "--temperature", "0", "--ignore-eos", "--json",
+                       "--speculative-tokens", "3"])
+        if spec.returncode != 0:
+            failures.append("tp2 speculative run failed: " + spec.stderr[-2000:])
+        else:
+            spec_tokens = json.loads(spec.stdout.strip().splitlines()[-1])["output_ids"]
+            print(f"np2_tp_2_speculative: greedy equal {spec_tokens == ref_tokens}")
+            if spec_tokens != ref_tokens:
+                failures.append("np2_tp_2_speculative")
         # DP attention: each rank runs its own sequences; every completion equals the one-rank run.
         prompts = os.path.join(tmp, "prompts.jsonl")
         with open(prompts, "w") as f:
