@@ -1,9 +1,10 @@
-// `deepinfer serve`: the OpenAI-compatible HTTP server (src/server) over one engine. SIGTERM / SIGINT drain:
-// stop accepting, finish in-flight requests, exit 0; a second signal cancels what is still running.
+// `deepinfer serve`: the OpenAI-compatible HTTP server (src/server) over one engine. SIGTERM / SIGINT / SIGUSR2
+// drain: stop accepting, finish in-flight requests, exit 0; a second signal cancels what is still running.
 #include <fmt/format.h>
 #include <pthread.h>
 #include <signal.h>
 
+#include <atomic>
 #include <thread>
 
 #include "core/log.h"
@@ -28,7 +29,7 @@ int run(Options& o, dist::Comm* world) {
     sigemptyset(&signals);
     sigaddset(&signals, SIGINT);
     sigaddset(&signals, SIGTERM);
-    sigaddset(&signals, SIGUSR1);  // sent by run() itself to end the signal thread
+    sigaddset(&signals, SIGUSR2);  // mpirun forwards it without killing the job (see make_serve_command)
     pthread_sigmask(SIG_BLOCK, &signals, nullptr);
     ::signal(SIGPIPE, SIG_IGN);  // a client that closed its socket must not kill the process
 
@@ -48,12 +49,12 @@ int run(Options& o, dist::Comm* world) {
         fmt::print(stderr, "error: {}\n", port.status().message());
         return 1;
     }
-    std::thread signal_thread([&srv, signals] {
+    std::atomic<bool> serving_done{false};
+    std::thread signal_thread([&srv, &serving_done, signals] {
         int count = 0;
-        while (true) {
+        while (!serving_done.load()) {
             const timespec poll = {0, 100'000'000};
             const int sig = sigtimedwait(&signals, nullptr, &poll);
-            if (sig == SIGUSR1) return;
             if (sig < 0) {
                 // Re-issue the stop while draining: one that lands before the listener has started is lost.
                 if (count > 0) srv.shutdown();
@@ -72,7 +73,7 @@ int run(Options& o, dist::Comm* world) {
     log::info("serve: model \"{}\", max model len {}, listening on http://{}:{}", name, (*engine)->max_model_len(),
               o.server.host, *port);
     Status s = srv.run();
-    pthread_kill(signal_thread.native_handle(), SIGUSR1);
+    serving_done = true;
     signal_thread.join();
     if (!s.is_ok()) {
         fmt::print(stderr, "error: {}\n", s.message());
@@ -96,6 +97,18 @@ Command make_serve_command() {
         sub->add_option("--max-concurrent", o->server.max_concurrent, "Generation requests served at once; more get 429");
         sub->add_option("--max-waiting", o->engine.max_waiting, "Requests queued for the engine beyond this get 429");
         sub->callback([o, exit_code] {
+            // Under mpirun the launcher forwards signals to every rank. Only rank 0 acts on them (it drains,
+            // then ends the followers with its last step plan): block them before MPI starts any thread, so a
+            // follower never dies mid-collective; rank 0 takes them with sigwait in run(). mpirun turns
+            // SIGTERM / SIGINT into SIGKILL after a few seconds, but forwards SIGUSR2 as it is: send that to
+            // mpirun for a drain that lets long requests finish.
+            sigset_t stop;
+            sigemptyset(&stop);
+            sigaddset(&stop, SIGINT);
+            sigaddset(&stop, SIGTERM);
+            sigaddset(&stop, SIGUSR1);
+            sigaddset(&stop, SIGUSR2);
+            pthread_sigmask(SIG_BLOCK, &stop, nullptr);
             *exit_code = run_with_ranks(o->engine, [&](dist::Comm* world) { return run(*o, world); });
         });
     }};

@@ -20,10 +20,15 @@ STARTUP_TIMEOUT = 300  # seconds; the first run generates the built-in checkpoin
 
 
 class ServerProcess:
-    def __init__(self, *args, threads=2):
+    def __init__(self, *args, threads=2, mpi_ranks=0):
+        """mpi_ranks > 0 starts the server under `mpirun -np mpi_ranks` (rank 0 serves, the others follow)."""
         self.log = tempfile.NamedTemporaryFile(prefix="deepinfer-serve-", suffix=".log", delete=False)
         cmd = [BIN, "serve", "--host", "127.0.0.1", "--port", "0", "--threads", str(threads), *map(str, args)]
-        self.proc = subprocess.Popen(cmd, stdout=self.log, stderr=subprocess.STDOUT)
+        env = None
+        if mpi_ranks:
+            cmd = ["mpirun", "--oversubscribe", "--bind-to", "none", "-np", str(mpi_ranks)] + cmd
+            env = dict(os.environ, OMPI_ALLOW_RUN_AS_ROOT="1", OMPI_ALLOW_RUN_AS_ROOT_CONFIRM="1")
+        self.proc = subprocess.Popen(cmd, stdout=self.log, stderr=subprocess.STDOUT, env=env)
         self.port = None
         try:
             self._wait_ready()
