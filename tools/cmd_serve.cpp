@@ -96,6 +96,8 @@ Command make_serve_command() {
         sub->add_option("--api-key", o->server.api_key, "Require \"Authorization: Bearer KEY\" on /v1 routes");
         sub->add_option("--max-concurrent", o->server.max_concurrent, "Generation requests served at once; more get 429");
         sub->add_option("--max-waiting", o->engine.max_waiting, "Requests queued for the engine beyond this get 429");
+        sub->add_flag("--allow-unknown-fields", o->server.allow_unknown_fields,
+                      "Log and ignore unknown request fields (vLLM's behaviour) instead of answering 400 (OpenAI's)");
         sub->callback([o, exit_code] {
             // Under mpirun the launcher forwards signals to every rank. Only rank 0 acts on them (it drains,
             // then ends the followers with its last step plan): block them before MPI starts any thread, so a

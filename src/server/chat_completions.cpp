@@ -127,7 +127,7 @@ Reply handle_chat_completions(HandlerContext& ctx, const Json& body) {
     Chat c;
     c.req = std::move(parsed).value();
     if (auto e = check_model(ctx, c.req.model)) return error_reply(*e);
-    log_ignored_fields("/v1/chat/completions", c.req.ignored);
+    if (auto e = check_unknown_fields(ctx, "/v1/chat/completions", c.req.ignored)) return error_reply(*e);
     c.id = new_request_id("chatcmpl-");
     c.created = unix_time_now();
     c.model = ctx.model_name;

@@ -200,7 +200,7 @@ Reply handle_completions(HandlerContext& ctx, const Json& body) {
     Completion c;
     c.req = std::move(parsed).value();
     if (auto e = check_model(ctx, c.req.model)) return error_reply(*e);
-    log_ignored_fields("/v1/completions", c.req.ignored);
+    if (auto e = check_unknown_fields(ctx, "/v1/completions", c.req.ignored)) return error_reply(*e);
     c.id = new_request_id("cmpl-");
     c.created = unix_time_now();
     c.model = ctx.model_name;

@@ -70,7 +70,8 @@ struct Server::Impl {
     std::atomic<bool> draining{false};
 
     Impl(Engine& e, ServerConfig c)
-        : engine(e), config(std::move(c)), ctx{e, metrics, active, config.served_model_name.empty() ? e.model_name() : config.served_model_name} {}
+        : engine(e), config(std::move(c)), ctx{e, metrics, active, config.served_model_name.empty() ? e.model_name() : config.served_model_name,
+              config.allow_unknown_fields} {}
 
     void send(httplib::Response& res, const Reply& reply) {
         res.status = reply.status;

@@ -1,6 +1,6 @@
 // The OpenAI request bodies this server accepts, parsed and type-checked into plain structs (no engine
-// needed). Semantics follow vLLM's OpenAI server: unknown fields are ignored (and listed, so the server can
-// log them); fields that would change the result but are not supported (logit_bias, suffix, best_of > n,
+// needed). Semantics follow vLLM's OpenAI server, except that unknown fields are listed for the server to
+// refuse (OpenAI's behaviour, the default) or log and ignore (vLLM's, --allow-unknown-fields); fields that would change the result but are not supported (logit_bias, suffix, best_of > n,
 // response_format other than text, automatic tool calling) are refused rather than silently dropped.
 #pragma once
 

@@ -58,8 +58,16 @@ std::optional<ApiError> check_context(const HandlerContext& ctx, int64_t prompt_
     return std::nullopt;
 }
 
-void log_ignored_fields(const std::string& route, const std::vector<std::string>& fields) {
-    if (!fields.empty()) log::warn("{}: ignoring unknown request fields: {}", route, fmt::join(fields, ", "));
+std::optional<ApiError> check_unknown_fields(const HandlerContext& ctx, const std::string& route,
+                                             const std::vector<std::string>& fields) {
+    if (fields.empty()) return std::nullopt;
+    if (!ctx.allow_unknown_fields)
+        return bad_request(fmt::format("Unrecognized request argument supplied: {} (start the server with "
+                                       "--allow-unknown-fields to ignore unknown fields)",
+                                       fmt::join(fields, ", ")),
+                           fields.front(), "unrecognized_argument");
+    log::warn("{}: ignoring unknown request fields: {}", route, fmt::join(fields, ", "));
+    return std::nullopt;
 }
 
 int64_t unix_time_now() {

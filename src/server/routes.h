@@ -33,6 +33,7 @@ struct HandlerContext {
     ServerMetrics& metrics;
     ActiveRequests& active;
     std::string model_name;  // served name
+    bool allow_unknown_fields = false;  // ServerConfig::allow_unknown_fields
 };
 
 Reply json_reply(int status, const Json& body);
@@ -58,8 +59,10 @@ std::optional<ApiError> check_model(const HandlerContext& ctx, const std::string
 std::optional<ApiError> check_context(const HandlerContext& ctx, int64_t prompt_len, int64_t max_tokens,
                                       bool max_tokens_given, const std::string& prompt_param);
 
-// Logs the unknown fields of a request once (they are ignored, as vLLM does).
-void log_ignored_fields(const std::string& route, const std::vector<std::string>& fields);
+// Unknown request fields: a 400 naming the first ("Unrecognized request argument supplied: ...", as OpenAI's
+// API answers), or, with allow_unknown_fields, a warning in the log and nothing else (vLLM's behaviour).
+std::optional<ApiError> check_unknown_fields(const HandlerContext& ctx, const std::string& route,
+                                             const std::vector<std::string>& fields);
 
 int64_t unix_time_now();
 

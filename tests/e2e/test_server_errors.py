@@ -128,11 +128,31 @@ class ServerErrorsTest(unittest.TestCase):
                                            response_format={"type": "json_object"}), 400, "response_format.type")
         self.assert_good_request_works()
 
-    def test_unknown_fields_are_ignored(self):
+    def test_unknown_fields_are_refused(self):
+        for call in (lambda: self.client.completions.create(model=MODEL, prompt="x", max_tokens=2,
+                                                            extra_body={"frobnicate": {"a": 1}}),
+                     lambda: self.client.chat.completions.create(model=MODEL, max_tokens=2,
+                                                                 messages=[{"role": "user", "content": "x"}],
+                                                                 extra_body={"frobnicate": 1})):
+            with self.assertRaises(openai.BadRequestError) as ctx:
+                call()
+            self.assertEqual(ctx.exception.status_code, 400)
+            self.assertIn("Unrecognized request argument supplied: frobnicate", ctx.exception.body["message"])
+            self.assertEqual(ctx.exception.body["param"], "frobnicate")
+        # the known extensions pass
         r = self.client.completions.create(model=MODEL, prompt="x", max_tokens=2,
-                                           extra_body={"frobnicate": {"a": 1}, "ignore_eos": True})
+                                           extra_body={"ignore_eos": True, "top_k": 5, "min_p": 0.1})
         self.assertEqual(r.usage.completion_tokens, 2)
-        self.assertIn("frobnicate", self.server.log_text())
+
+    def test_unknown_fields_ignored_when_allowed(self):
+        server = ServerProcess("--allow-unknown-fields")
+        try:
+            r = server.client().completions.create(model=MODEL, prompt="x", max_tokens=2,
+                                                   extra_body={"frobnicate": {"a": 1}, "ignore_eos": True})
+            self.assertEqual(r.usage.completion_tokens, 2)
+            self.assertIn("ignoring unknown request fields: frobnicate", server.log_text())
+        finally:
+            server.stop()
 
     def test_bad_requests_do_not_disturb_a_running_stream(self):
         result = {}
