@@ -133,15 +133,24 @@ void Model::moe(int block_index, const bf16* x_mine, int64_t n_mine, bf16* out) 
         all_reduce(plan_.ep, y.data(), y.size());
     }
 
-    // Shared expert on this rank's rows, added last.
+    // Shared expert on this rank's rows, added last. Split over TP (parallel.h): this rank's slice of the
+    // intermediate dimension, w2 partial sums in fp32, summed over the group and rounded to bf16 once.
     n = n_mine;
-    gate.resize(n * I);
-    up.resize(n * I);
-    h.resize(n * I);
-    eo.resize(n * D);
+    const int64_t Is = w.shared_w1.rows;  // I, or I / tp under the split
+    gate.resize(n * Is);
+    up.resize(n * Is);
+    h.resize(n * Is);
     ops::linear_fp8(x_mine, n, w.shared_w1, gate.data());
     ops::linear_fp8(x_mine, n, w.shared_w3, up.data());
-    ops::swiglu(gate.data(), up.data(), n, I, limit, nullptr, h.data());
+    ops::swiglu(gate.data(), up.data(), n, Is, limit, nullptr, h.data());
+    if (w.shared_split) {
+        std::vector<float> partial(n * D);
+        ops::linear_fp8_f32(h.data(), n, w.shared_w2, partial.data());
+        all_reduce(plan_.tp, partial.data(), partial.size());
+        for (int64_t i = 0; i < n * D; ++i) out[i] = float_to_bf16(y[i] + bf16_to_float(float_to_bf16(partial[i])));
+        return;
+    }
+    eo.resize(n * D);
     ops::linear_fp8(h.data(), n, w.shared_w2, eo.data());
     for (int64_t i = 0; i < n * D; ++i) out[i] = float_to_bf16(y[i] + bf16_to_float(eo[i]));
 }

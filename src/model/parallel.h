@@ -2,7 +2,7 @@
 // tensor parallelism shards the attention heads (wq_b rows, attn_sink, wo_a groups, wo_b columns; one
 // all-reduce of the output per layer) while q_a, kv, the compressor and the indexer stay replicated; expert
 // parallelism partitions the routed experts (a partial MoE sum per rank, one all-reduce), the shared expert
-// is replicated. The LM head is vocab-parallel over the TP group (each rank its rows, one all-gather of the
+// is replicated unless TP splits it (shard_shared_expert). The LM head is vocab-parallel over the TP group (each rank its rows, one all-gather of the
 // logits). Every rank of the TP/EP groups runs the same rows, so caches and sampling stay identical.
 #pragma once
 
@@ -27,6 +27,11 @@ struct ParallelPlan {
 
     bool single() const { return tp_size == 1 && ep_size == 1 && dp_size == 1; }
 };
+
+// The shared expert is split over the TP group like a Megatron MLP (w1 / w3 rows, w2 columns: fp32 partial
+// sums, one all-reduce, one bf16 rounding) when its intermediate size divides into 32-row blocks per rank
+// (the fp8 32x32 scale grid); otherwise every rank keeps all of it.
+inline bool shard_shared_expert(int64_t intermediate, int tp) { return tp > 1 && intermediate % (32 * tp) == 0; }
 
 // Vocabulary rows [first, second) of the LM head that TP rank `rank` of `size` holds (vocab-parallel head).
 inline std::pair<int64_t, int64_t> head_rows(int64_t vocab, int rank, int size) {

@@ -25,6 +25,7 @@ BlockTraffic decode_traffic(const ModelConfig& c, int block, int64_t context, in
         else if (r == "attn.wo_a") bytes = bytes * 2 / tp;                    // dequantized to bf16 at load
         else if (r == "attn.wo_a.scale") bytes = 0;
         else if (r.rfind("attn.wq_b", 0) == 0 || r.rfind("attn.wo_b", 0) == 0 || r == "attn.attn_sink") bytes /= tp;
+        else if (r.rfind("ffn.shared_experts.", 0) == 0 && shard_shared_expert(c.moe_intermediate_size, tp)) bytes /= tp;
         t.weight_bytes += bytes;
     }
     if (role.engram) t.weight_bytes += static_cast<double>(batch) * c.engram_hash_cols() * (c.engram_head_dim + c.engram_head_dim / 32);

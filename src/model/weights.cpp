@@ -152,6 +152,13 @@ Expected<std::unique_ptr<ModelWeights>> bind_weights(const ModelConfig& c, std::
         B.shared_w1 = bind.fp8(P + ".ffn.shared_experts.w1");
         B.shared_w2 = bind.fp8(P + ".ffn.shared_experts.w2");
         B.shared_w3 = bind.fp8(P + ".ffn.shared_experts.w3");
+        if (plan.tp != nullptr && shard_shared_expert(B.shared_w1.rows, plan.tp_size)) {
+            const int64_t part = B.shared_w1.rows / plan.tp_size, first = plan.tp_rank * part;
+            B.shared_w1 = fp8_rows(B.shared_w1, first, part);
+            B.shared_w3 = fp8_rows(B.shared_w3, first, part);
+            B.shared_w2 = fp8_columns(B.shared_w2, first, part, &w->owned_bytes);
+            B.shared_split = true;
+        }
         if (role.engram) {
             const auto& table = bind.get(P + ".engram.embed.weight");
             const auto& scale = bind.get(P + ".engram.embed.scale");

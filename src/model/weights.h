@@ -52,7 +52,8 @@ struct BlockWeights {
     const float* gate_bias_vl = nullptr;
     std::vector<ExpertWeights> experts;  // [n_routed_experts]; only [expert_begin, expert_end) bound
     int expert_begin = 0, expert_end = 0;
-    Fp8Matrix shared_w1, shared_w2, shared_w3;
+    Fp8Matrix shared_w1, shared_w2, shared_w3;  // under a split (shard_shared_expert): this rank's rows / columns
+    bool shared_split = false;
     // Engram
     const uint8_t* engram_table = nullptr;  // e4m3 [rows, engram_head_dim]
     const uint8_t* engram_scale = nullptr;  // e8m0 [rows, engram_head_dim/32]
