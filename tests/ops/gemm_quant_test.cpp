@@ -27,22 +27,6 @@ std::string describe(const Shape& s) {
            std::to_string(s.pad);
 }
 
-// Activations as the model makes them: act_quant of bf16 rows with per-group magnitudes spread widely.
-struct Acts {
-    std::vector<uint8_t> codes, scales;
-    Fp8Acts view;
-    Acts(Inputs& in, int64_t n, int64_t k) : codes(n * k), scales(n * k / 32) {
-        std::vector<bf16> x(n * k);
-        for (int64_t g = 0; g < n * k / 32; ++g) {
-            const float mag = std::ldexp(1.0f, in.uniform_int(-12, 8));
-            for (int j = 0; j < 32; ++j) x[g * 32 + j] = float_to_bf16(in.uniform(-mag, mag));
-        }
-        ThreadPool pool(1);
-        backend::ref::kernels().act_quant(x.data(), n, k, codes.data(), scales.data(), pool);
-        view = Fp8Acts{codes.data(), scales.data(), n, k};
-    }
-};
-
 template <class Matrix, class Gemm, class Prepare>
 void check_tables(const Shape& s, const Fp8Acts& a, const Matrix& w, Gemm gemm, Prepare prepare) {
     const int64_t ldo = s.rows + s.pad;
@@ -81,12 +65,12 @@ void check_tables(const Shape& s, const Fp8Acts& a, const Matrix& w, Gemm gemm, 
 
 void run_fp8(const Shape& s, uint64_t seed) {
     Inputs in(seed);
-    Acts acts(in, s.n, s.k);
+    QuantizedActs acts(in, s.n, s.k);
     const int64_t scale_rows = (s.rows + 31) / 32, scale_cols = s.k / 32;
     std::vector<uint8_t> codes = in.e4m3_codes(s.rows * s.k), scales = in.bytes(scale_rows * scale_cols, 112, 134);
     Fp8Matrix w{codes.data(), scales.data(), s.rows, s.k};
     check_tables(
-        s, acts.view, w,
+        s, acts.all(), w,
         [](const Kernels& k, const Fp8Acts& a, const Fp8Matrix& m, bf16* o, int64_t ldo, ThreadPool& p) {
             k.gemm_fp8(a, m, o, ldo, p);
         },
@@ -95,11 +79,11 @@ void run_fp8(const Shape& s, uint64_t seed) {
 
 void run_fp4(const Shape& s, uint64_t seed) {
     Inputs in(seed);
-    Acts acts(in, s.n, s.k);
+    QuantizedActs acts(in, s.n, s.k);
     std::vector<uint8_t> packed = in.bytes(s.rows * s.k / 2), scales = in.bytes(s.rows * s.k / 32, 112, 134);
     Fp4Matrix w{packed.data(), scales.data(), s.rows, s.k};
     check_tables(
-        s, acts.view, w,
+        s, acts.all(), w,
         [](const Kernels& k, const Fp8Acts& a, const Fp4Matrix& m, bf16* o, int64_t ldo, ThreadPool& p) {
             k.gemm_fp4(a, m, o, ldo, p);
         },
@@ -138,13 +122,13 @@ TEST(GemmFp4, ReleasedShapes) {
 TEST(GemmFp8, NanPropagates) {
     Inputs in(7);
     const Shape s{3, 40, 64, 0};
-    Acts acts(in, s.n, s.k);
+    QuantizedActs acts(in, s.n, s.k);
     acts.codes[1 * s.k + 5] = 0x7f;  // activation row 1
     std::vector<uint8_t> codes = in.e4m3_codes(s.rows * s.k), scales = in.bytes(2 * 2, 120, 130);
     codes[17 * s.k + 40] = 0xff;  // weight row 17
     Fp8Matrix w{codes.data(), scales.data(), s.rows, s.k};
     check_tables(
-        s, acts.view, w,
+        s, acts.all(), w,
         [](const Kernels& k, const Fp8Acts& a, const Fp8Matrix& m, bf16* o, int64_t ldo, ThreadPool& p) {
             k.gemm_fp8(a, m, o, ldo, p);
         },
@@ -164,12 +148,12 @@ TEST(GemmFp8F32, IsTheBf16GemmBeforeRounding) {
     uint64_t seed = 300;
     for (const Shape& s : {Shape{1, 100, 160, 0}, Shape{3, 129, 256, 0}, Shape{17, 64, 1280, 0}, Shape{70, 48, 96, 0}}) {
         Inputs in(seed++);
-        Acts acts(in, s.n, s.k);
+        QuantizedActs acts(in, s.n, s.k);
         std::vector<uint8_t> codes = in.e4m3_codes(s.rows * s.k), scales = in.bytes(((s.rows + 31) / 32) * (s.k / 32), 112, 134);
         Fp8Matrix w{codes.data(), scales.data(), s.rows, s.k};
         ThreadPool pool(2);
         std::vector<float> ref(s.n * s.rows);
-        backend::ref::kernels().gemm_fp8_f32(acts.view, w, ref.data(), s.rows, pool);
+        backend::ref::kernels().gemm_fp8_f32(acts.all(), w, ref.data(), s.rows, pool);
         std::vector<const Kernels*> tables = simd_tables();
         tables.push_back(&backend::ref::kernels());
         for (const Kernels* table : tables)
@@ -183,8 +167,8 @@ TEST(GemmFp8F32, IsTheBf16GemmBeforeRounding) {
                 }
                 std::vector<float> f32(s.n * s.rows, -1.0f);
                 std::vector<bf16> b16(s.n * s.rows);
-                table->gemm_fp8_f32(acts.view, wt, f32.data(), s.rows, pool);
-                table->gemm_fp8(acts.view, wt, b16.data(), s.rows, pool);
+                table->gemm_fp8_f32(acts.all(), wt, f32.data(), s.rows, pool);
+                table->gemm_fp8(acts.all(), wt, b16.data(), s.rows, pool);
                 for (int64_t i = 0; i < s.n * s.rows; ++i) {
                     ASSERT_EQ(float_to_bf16(f32[i]).bits, b16[i].bits) << "output " << i;
                     ASSERT_NEAR(f32[i], ref[i], 1e-5f * (std::fabs(ref[i]) + 1.0f)) << "output " << i;

@@ -15,6 +15,7 @@
 
 #include "backend/kernels.h"
 #include "core/numeric.h"
+#include "core/thread_pool.h"
 
 namespace deepinfer::testing {
 
@@ -184,6 +185,27 @@ class Inputs {
 
    private:
     std::mt19937_64 rng_;
+};
+
+// Activations as the model makes them: act_quant (scalar reference) of bf16 rows whose 32-column groups have
+// magnitudes spread over 2^-12..2^8. codes [n, k], scales [n, k/32].
+struct QuantizedActs {
+    std::vector<uint8_t> codes, scales;
+    int64_t n, k;
+    QuantizedActs(Inputs& in, int64_t n_, int64_t k_) : codes(n_ * k_), scales(n_ * k_ / 32), n(n_), k(k_) {
+        std::vector<bf16> x(n * k);
+        for (int64_t g = 0; g < n * k / 32; ++g) {
+            const float mag = std::ldexp(1.0f, in.uniform_int(-12, 8));
+            for (int j = 0; j < 32; ++j) x[g * 32 + j] = float_to_bf16(in.uniform(-mag, mag));
+        }
+        ThreadPool pool(1);
+        backend::ref::kernels().act_quant(x.data(), n, k, codes.data(), scales.data(), pool);
+    }
+    backend::Fp8Acts all() const { return rows(0, n); }
+    // Rows [start, start + count) as a view.
+    backend::Fp8Acts rows(int64_t start, int64_t count) const {
+        return backend::Fp8Acts{codes.data() + start * k, scales.data() + start * (k / 32), count, k};
+    }
 };
 
 }  // namespace deepinfer::testing

@@ -65,23 +65,6 @@ void check_windows(const std::string& name, int64_t row_elems, const Op& op) {
     }
 }
 
-struct QuantActs {
-    std::vector<uint8_t> codes, scales;
-    int64_t k;
-    QuantActs(Inputs& in, int64_t n, int64_t k_) : codes(n * k_), scales(n * k_ / 32), k(k_) {
-        std::vector<bf16> x(n * k);
-        for (int64_t g = 0; g < n * k / 32; ++g) {
-            const float mag = std::ldexp(1.0f, in.uniform_int(-12, 8));
-            for (int j = 0; j < 32; ++j) x[g * 32 + j] = float_to_bf16(in.uniform(-mag, mag));
-        }
-        ThreadPool pool(1);
-        backend::ref::kernels().act_quant(x.data(), n, k, codes.data(), scales.data(), pool);
-    }
-    Fp8Acts rows(int64_t start, int64_t count) const {
-        return Fp8Acts{codes.data() + start * k, scales.data() + start * (k / 32), count, k};
-    }
-};
-
 TEST(RowInvariance, ActQuant) {
     constexpr int64_t k = 160;
     Inputs in(11);
@@ -103,7 +86,7 @@ TEST(RowInvariance, GemmFp8) {
     for (int64_t rows : {48, 129})
         for (int64_t k : {64, 544}) {
             Inputs in(rows * 1000 + k);
-            QuantActs acts(in, kRows, k);
+            QuantizedActs acts(in, kRows, k);
             const int64_t scale_rows = (rows + 31) / 32;
             std::vector<uint8_t> codes = in.e4m3_codes(rows * k), scales = in.bytes(scale_rows * (k / 32), 112, 134);
             const Fp8Matrix w{codes.data(), scales.data(), rows, k};
@@ -137,7 +120,7 @@ TEST(RowInvariance, GemmFp4) {
     for (int64_t rows : {48, 129})
         for (int64_t k : {64, 544}) {
             Inputs in(rows * 1000 + k + 1);
-            QuantActs acts(in, kRows, k);
+            QuantizedActs acts(in, kRows, k);
             std::vector<uint8_t> packed = in.bytes(rows * k / 2), scales = in.bytes(rows * k / 32, 112, 134);
             const Fp4Matrix w{packed.data(), scales.data(), rows, k};
             for (bool prepared : {false, true})
