@@ -14,9 +14,13 @@
 namespace deepinfer::model {
 namespace {
 
+// Typed views of checkpoint tensors. safetensors does not promise that a tensor's offset suits its dtype
+// (HF's writer sorts tensors so that it does; other writers may not): a view whose address is not aligned for
+// its element type is served from an aligned copy kept in `owned`, since reading a float through a
+// misaligned pointer is undefined behaviour.
 class Binder {
    public:
-    Binder(const loader::TensorStore& store) : store_(store) {}
+    Binder(const loader::TensorStore& store, std::vector<std::vector<uint8_t>>* owned) : store_(store), owned_(owned) {}
     const loader::TensorEntry& get(const std::string& name) const {
         const loader::TensorEntry* e = store_.find(name);
         DI_CHECK_MSG(e != nullptr, "tensor {} vanished after the census", name);
@@ -24,7 +28,7 @@ class Binder {
     }
     template <typename T>
     const T* ptr(const std::string& name) const {
-        return reinterpret_cast<const T*>(get(name).data);
+        return aligned<T>(get(name));
     }
     Fp8Matrix fp8(const std::string& prefix) const {
         const auto& w = get(prefix + ".weight");
@@ -36,15 +40,22 @@ class Binder {
     }
     Bf16Matrix bf16m(const std::string& name) const {
         const auto& w = get(name);
-        return {reinterpret_cast<const bf16*>(w.data), w.shape[0], w.shape[1]};
+        return {aligned<bf16>(w), w.shape[0], w.shape[1]};
     }
     F32Matrix f32m(const std::string& name) const {
         const auto& w = get(name);
-        return {reinterpret_cast<const float*>(w.data), w.shape[0], w.shape[1]};
+        return {aligned<float>(w), w.shape[0], w.shape[1]};
     }
 
    private:
+    template <typename T>
+    const T* aligned(const loader::TensorEntry& e) const {
+        if (reinterpret_cast<uintptr_t>(e.data) % alignof(T) == 0) return reinterpret_cast<const T*>(e.data);
+        owned_->emplace_back(e.data, e.data + e.nbytes);  // operator new: aligned for any scalar type
+        return reinterpret_cast<const T*>(owned_->back().data());
+    }
     const loader::TensorStore& store_;
+    std::vector<std::vector<uint8_t>>* owned_;
 };
 
 // Rows [r0, r0 + n) of block-scaled fp8 weights: a view (r0 and n are multiples of 32, or n reaches the end).
@@ -90,7 +101,7 @@ Expected<std::unique_ptr<ModelWeights>> bind_weights(const ModelConfig& c, std::
     const int64_t hd = c.head_dim, R = c.o_lora_rank;
     const int64_t local_heads = c.num_attention_heads / plan.tp_size, local_groups = c.o_groups / plan.tp_size;
     auto w = std::make_unique<ModelWeights>();
-    Binder bind(*store);
+    Binder bind(*store, &w->owned_bytes);
     w->embed = bind.ptr<bf16>("embed.weight");
     w->head = bind.bf16m("head.weight");
     if (plan.tp_size > 1 && w->head.data) {

@@ -4,6 +4,7 @@
 #include <cstring>
 #include <string>
 
+#include "core/check.h"
 #include "core/log.h"
 
 namespace deepinfer::runner {
@@ -36,20 +37,25 @@ class Reader {
     template <typename T>
     T get() {
         T v;
-        std::memcpy(&v, bytes_.data() + pos_, sizeof(T));
-        pos_ += sizeof(T);
+        take(&v, sizeof(T));
         return v;
     }
     template <typename T>
     std::vector<T> get_vector() {
-        auto n = get<uint64_t>();
+        const auto n = get<uint64_t>();
+        DI_CHECK_MSG(n <= (bytes_.size() - pos_) / sizeof(T), "step plan: a vector of {} runs past the message", n);
         std::vector<T> v(n);
-        std::memcpy(v.data(), bytes_.data() + pos_, n * sizeof(T));
-        pos_ += n * sizeof(T);
+        take(v.data(), n * sizeof(T));
         return v;
     }
 
    private:
+    // Rank 0 wrote the message with Writer; a short one means the ranks run different builds.
+    void take(void* out, size_t n) {
+        DI_CHECK_MSG(n <= bytes_.size() - pos_, "step plan: message of {} bytes read past its end", bytes_.size());
+        if (n) std::memcpy(out, bytes_.data() + pos_, n);
+        pos_ += n;
+    }
     const std::vector<uint8_t>& bytes_;
     size_t pos_ = 0;
 };

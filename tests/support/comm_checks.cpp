@@ -149,7 +149,7 @@ bool check_all_gather(Checker& c) {
         c.expect_bytes(recv.data(), want.data(), want.size(), what);
         // In place: this rank's contribution already sits in its slot.
         std::vector<uint8_t> inplace(bytes * n, 0xEE);
-        std::memcpy(inplace.data() + bytes * static_cast<size_t>(c.me()), send.data(), bytes);
+        if (bytes > 0) std::memcpy(inplace.data() + bytes * static_cast<size_t>(c.me()), send.data(), bytes);
         what += " in place";
         if (!c.call(c.comm().all_gather(inplace.data() + bytes * static_cast<size_t>(c.me()), bytes, inplace.data()),
                     what)) {
@@ -187,7 +187,7 @@ bool check_all_gather_v(Checker& c) {
         size_t offset = 0;
         for (int r = 0; r < c.me(); ++r) offset += counts[static_cast<size_t>(r)];
         std::vector<uint8_t> inplace(want.size(), 0xEE);
-        std::memcpy(inplace.data() + offset, send.data(), send.size());
+        if (!send.empty()) std::memcpy(inplace.data() + offset, send.data(), send.size());
         what += " in place";
         if (!c.call(c.comm().all_gather_v(inplace.data() + offset, counts, inplace.data()), what)) return false;
         c.expect_bytes(inplace.data(), want.data(), want.size(), what);
