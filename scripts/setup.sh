@@ -2,7 +2,7 @@
 # Installs everything deepinfer needs on a bare Debian 12 or 13 machine: Debian packages (apt) and a
 # Python virtual environment (.venv) with the test requirements (pip). Idempotent: a second run installs
 # nothing. Options:
-#   --with-torch   also install torch==2.13.0 (CPU) into .venv, for regenerating goldens (tools/goldens).
+#   --with-torch   also install torch==2.13.0 (CPU) and Pillow into .venv, for regenerating goldens (tools/goldens).
 set -euo pipefail
 root="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 with_torch=0
@@ -41,12 +41,13 @@ if [[ ! -x "$venv/bin/python" ]]; then
 fi
 requirements="$root/scripts/requirements-test.txt"
 stamp="$venv/.deepinfer-requirements"
-want="$(sha256sum "$requirements" | cut -d' ' -f1) torch=$with_torch"
+want="$(sha256sum "$requirements" | cut -d' ' -f1) torch=$with_torch pillow"
 if [[ ! -f "$stamp" ]] || ! grep -qxF "$want" "$stamp"; then
   echo "setup: installing Python test requirements into $venv"
   "$venv/bin/python" -m pip install -q --disable-pip-version-check -r "$requirements"
   if ((with_torch)); then
-    "$venv/bin/python" -m pip install -q --disable-pip-version-check torch==2.13.0
+    # pillow: the reference's image_processor.py (imported by model.py) imports PIL at module level
+    "$venv/bin/python" -m pip install -q --disable-pip-version-check torch==2.13.0 pillow
   fi
   echo "$want" > "$stamp"
 fi

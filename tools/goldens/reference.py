@@ -33,7 +33,7 @@ def import_reference(ref_dir: str | Path) -> types.ModuleType:
     missing = [f for f in REFERENCE_FILES if not (ref_dir / f).is_file()]
     if missing:
         raise FileNotFoundError(f"--reference-dir {ref_dir}: missing {', '.join(missing)} (see tools/goldens/README.md)")
-    _stub_pil_if_missing()
+    _require_pillow()
     if _PACKAGE in sys.modules:
         loaded = Path(sys.modules[_PACKAGE].__path__[0])
         if loaded != ref_dir:
@@ -45,16 +45,13 @@ def import_reference(ref_dir: str | Path) -> types.ModuleType:
     return importlib.import_module(_PACKAGE + ".model")
 
 
-def _stub_pil_if_missing() -> None:
-    """image_processor.py (imported by model.py) imports PIL at module level, for image inputs only. The
-    text path never touches it, so without Pillow installed an empty stand-in module is enough."""
+def _require_pillow() -> None:
+    """image_processor.py (imported by model.py) imports PIL at module level (for image inputs, which the
+    goldens never use): Pillow must be installed (scripts/setup.sh --with-torch does)."""
     try:
         import PIL  # noqa: F401
-    except ImportError:
-        pil = types.ModuleType("PIL")
-        pil.Image = types.ModuleType("PIL.Image")
-        pil.ImageOps = types.ModuleType("PIL.ImageOps")
-        sys.modules.update({"PIL": pil, "PIL.Image": pil.Image, "PIL.ImageOps": pil.ImageOps})
+    except ImportError as e:
+        raise ImportError("the reference imports PIL: install Pillow (scripts/setup.sh --with-torch)") from e
 
 
 def reference_fingerprint(ref_dir: str | Path) -> dict[str, str]:
