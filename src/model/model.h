@@ -84,6 +84,14 @@ class Model {
     // fp32 logits [n, vocab] = x [n, hidden] . head^T; under TP each rank computes its vocabulary rows and
     // the TP group all-gathers them (the same bits as one rank: each logit is one row's dot product).
     void lm_head(const float* x, int64_t n, float* logits);
+    // Engram's kv projection x [n, cols*ehd] -> kv [n, D*(hc+1)] (bf16); split over TP like the head when the
+    // weight was (engram_wkv_split): each output is the same row's dot product as on one rank.
+    void engram_projection(const BlockWeights& w, const bf16* x, int64_t n, bf16* kv);
+    // A linear whose output columns are split over the TP group (rank r holds head_rows(total, r, tp)):
+    // compute_mine fills this rank's block [n, its columns]; out [n, total] is the gathered result.
+    template <typename T>
+    void tp_column_parallel(int64_t n, int64_t total, const std::function<void(T*)>& compute_mine, T* out,
+                            const char* what);
     // Grouped low-rank output of the local heads (wo_a bf16 per group, then wo_b, summed over TP).
     void output_projection(const BlockWeights& w, const bf16* o, int64_t n, bf16* out);
 

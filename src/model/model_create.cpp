@@ -86,32 +86,47 @@ Expected<std::unique_ptr<Model>> Model::create(ModelConfig config, std::unique_p
     return m;
 }
 
+template <typename T>
+void Model::tp_column_parallel(int64_t n, int64_t total, const std::function<void(T*)>& compute_mine, T* out,
+                               const char* what) {
+    const int tp = plan_.tp_size;
+    std::vector<size_t> bytes(tp);
+    for (int r = 0; r < tp; ++r) {
+        const auto [c0, c1] = head_rows(total, r, tp);
+        bytes[r] = static_cast<size_t>(n * (c1 - c0)) * sizeof(T);
+    }
+    std::vector<T> gathered(static_cast<size_t>(n * total));  // [rank][n][columns of that rank]
+    T* mine = gathered.data() + n * head_rows(total, plan_.tp_rank, tp).first;  // this rank's slot (in place)
+    compute_mine(mine);
+    if (comm_status_.is_ok()) {
+        Status s = plan_.tp->all_gather_v(mine, bytes, gathered.data());
+        if (!s.is_ok()) comm_status_ = s.with_context(what);
+    }
+    for (int r = 0; r < tp; ++r) {
+        const auto [c0, c1] = head_rows(total, r, tp);
+        const T* block = gathered.data() + n * c0;
+        for (int64_t i = 0; i < n; ++i) std::copy(block + i * (c1 - c0), block + (i + 1) * (c1 - c0), out + i * total + c0);
+    }
+}
+
 void Model::lm_head(const float* x, int64_t n, float* logits) {
-    const int64_t V = config_.vocab_size;
     if (plan_.tp_size == 1 || plan_.tp == nullptr) {
         ops::linear_f32(x, n, weights_->head, logits);
         return;
     }
-    const int tp = plan_.tp_size;
-    std::vector<size_t> bytes(tp);
-    for (int r = 0; r < tp; ++r) {
-        const auto [v0, v1] = head_rows(V, r, tp);
-        bytes[r] = static_cast<size_t>(n * (v1 - v0)) * sizeof(float);
+    tp_column_parallel<float>(
+        n, config_.vocab_size, [&](float* mine) { ops::linear_f32(x, n, weights_->head, mine); }, logits,
+        "LM head all-gather");
+}
+
+void Model::engram_projection(const BlockWeights& w, const bf16* x, int64_t n, bf16* kv) {
+    if (!w.engram_wkv_split) {
+        ops::linear_fp8(x, n, w.engram_wkv, kv);
+        return;
     }
-    const int64_t my_first = head_rows(V, plan_.tp_rank, tp).first;
-    std::vector<float> gathered(static_cast<size_t>(n * V));  // [rank][n][rows of that rank]
-    float* mine = gathered.data() + n * my_first;             // this rank's slot (in place)
-    ops::linear_f32(x, n, weights_->head, mine);
-    if (comm_status_.is_ok()) {
-        Status s = plan_.tp->all_gather_v(mine, bytes, gathered.data());
-        if (!s.is_ok()) comm_status_ = s.with_context("LM head all-gather");
-    }
-    for (int r = 0; r < tp; ++r) {
-        const auto [v0, v1] = head_rows(V, r, tp);
-        const float* block = gathered.data() + n * v0;
-        for (int64_t i = 0; i < n; ++i)
-            std::copy(block + i * (v1 - v0), block + (i + 1) * (v1 - v0), logits + i * V + v0);
-    }
+    const int64_t total = w.engram_wkv.rows * plan_.tp_size;
+    tp_column_parallel<bf16>(
+        n, total, [&](bf16* mine) { ops::linear_fp8(x, n, w.engram_wkv, mine); }, kv, "Engram projection all-gather");
 }
 
 void Model::all_reduce(dist::Comm* comm, float* data, size_t count) {

@@ -25,7 +25,7 @@ void Model::engram(Forward& f, int L, bf16* stream) {
         for (int k = 0; k < ehd; ++k) gathered[i * ehd + k] = float_to_bf16(e4m3_to_float(q[k]) * e8m0_to_float(s[k / 32]));
     }
     std::vector<bf16> kv(n * D * (hc + 1));
-    ops::linear_fp8(gathered.data(), n, w.engram_wkv, kv.data());
+    engram_projection(w, gathered.data(), n, kv.data());
 
     std::vector<float> weight(hc * D);  // q_weight * k_weight: only the product is used
     for (int i = 0; i < hc * D; ++i) weight[i] = bf16_to_float(w.engram_q_weight[i]) * bf16_to_float(w.engram_k_weight[i]);

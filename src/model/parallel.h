@@ -1,9 +1,10 @@
 // How one model replica is split across ranks (spec §2.2 dims; the layout DeepInfer's Trainium port uses):
 // tensor parallelism shards the attention heads (wq_b rows, attn_sink, wo_a groups, wo_b columns; one
 // all-reduce of the output per layer) while q_a, kv, the compressor and the indexer stay replicated; expert
-// parallelism partitions the routed experts (a partial MoE sum per rank, one all-reduce), the shared expert
-// is replicated unless TP splits it (shard_shared_expert). The LM head is vocab-parallel over the TP group (each rank its rows, one all-gather of the
-// logits). Every rank of the TP/EP groups runs the same rows, so caches and sampling stay identical.
+// parallelism partitions the routed experts (a partial MoE sum per rank, one all-reduce). TP also splits the
+// shared expert (shard_shared_expert), the Engram projection's output rows and the LM head's vocabulary rows
+// (one all-gather each). Every rank of the TP/EP groups runs the same rows, so caches and sampling stay
+// identical.
 #pragma once
 
 #include <cstdint>
@@ -30,8 +31,10 @@ struct ParallelPlan {
 
 // The shared expert is split over the TP group like a Megatron MLP (w1 / w3 rows, w2 columns: fp32 partial
 // sums, one all-reduce, one bf16 rounding) when its intermediate size divides into 32-row blocks per rank
-// (the fp8 32x32 scale grid); otherwise every rank keeps all of it.
-inline bool shard_shared_expert(int64_t intermediate, int tp) { return tp > 1 && intermediate % (32 * tp) == 0; }
+// (the fp8 32x32 scale grid); otherwise every rank keeps all of it. The Engram kv projection is split by output
+// rows on the same condition (one all-gather; each output the same dot product as on one rank).
+inline bool shard_rows_evenly(int64_t rows, int tp) { return tp > 1 && rows % (32 * tp) == 0; }
+inline bool shard_shared_expert(int64_t intermediate, int tp) { return shard_rows_evenly(intermediate, tp); }
 
 // Vocabulary rows [first, second) of the LM head that TP rank `rank` of `size` holds (vocab-parallel head).
 inline std::pair<int64_t, int64_t> head_rows(int64_t vocab, int rank, int size) {

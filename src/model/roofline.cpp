@@ -26,6 +26,8 @@ BlockTraffic decode_traffic(const ModelConfig& c, int block, int64_t context, in
         else if (r == "attn.wo_a.scale") bytes = 0;
         else if (r.rfind("attn.wq_b", 0) == 0 || r.rfind("attn.wo_b", 0) == 0 || r == "attn.attn_sink") bytes /= tp;
         else if (r.rfind("ffn.shared_experts.", 0) == 0 && shard_shared_expert(c.moe_intermediate_size, tp)) bytes /= tp;
+        else if (r.rfind("engram.wkv", 0) == 0 && shard_rows_evenly(int64_t{c.hidden_size} * (c.hc_mult + 1), tp))
+            bytes /= tp;
         t.weight_bytes += bytes;
     }
     if (role.engram) t.weight_bytes += static_cast<double>(batch) * c.engram_hash_cols() * (c.engram_head_dim + c.engram_head_dim / 32);

@@ -190,6 +190,12 @@ Expected<std::unique_ptr<ModelWeights>> bind_weights(const ModelConfig& c, std::
                 }
             }
             B.engram_wkv = bind.fp8(P + ".engram.wkv");
+            if (plan.tp != nullptr && shard_rows_evenly(B.engram_wkv.rows, plan.tp_size)) {
+                // Split by output rows like the head (the largest weight of an Engram layer, 140 MB released).
+                const int64_t part = B.engram_wkv.rows / plan.tp_size;
+                B.engram_wkv = fp8_rows(B.engram_wkv, plan.tp_rank * part, part);
+                B.engram_wkv_split = true;
+            }
             B.engram_q_weight = bind.ptr<bf16>(P + ".engram.q_weight");
             B.engram_k_weight = bind.ptr<bf16>(P + ".engram.k_weight");
         }

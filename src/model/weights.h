@@ -58,7 +58,8 @@ struct BlockWeights {
     const uint8_t* engram_table = nullptr;  // e4m3 [rows, engram_head_dim]
     const uint8_t* engram_scale = nullptr;  // e8m0 [rows, engram_head_dim/32]
     int64_t engram_rows = 0;
-    Fp8Matrix engram_wkv;                   // [hidden*(hc+1), cols*engram_head_dim]
+    Fp8Matrix engram_wkv;                   // [hidden*(hc+1), cols*engram_head_dim]; split: this rank's rows
+    bool engram_wkv_split = false;          // TP: rows head_rows(hidden*(hc+1), tp_rank, tp_size)
     const bf16* engram_q_weight = nullptr;  // [hc, hidden]
     const bf16* engram_k_weight = nullptr;
     // DSpark

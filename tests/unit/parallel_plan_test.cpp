@@ -1,5 +1,6 @@
 // The split rules of src/model/parallel.h: the vocab-parallel LM head covers every vocabulary id exactly once
-// (uneven vocabularies included), and the shared expert is split only along whole 32-row scale blocks.
+// (uneven vocabularies included), and the shared expert and the Engram projection are split only along whole
+// 32-row scale blocks.
 #include "model/parallel.h"
 
 #include <gtest/gtest.h>
@@ -30,6 +31,10 @@ TEST(ParallelPlan, SharedExpertSplitsOnlyAlongScaleBlocks) {
     EXPECT_TRUE(shard_shared_expert(128, 4));
     EXPECT_FALSE(shard_shared_expert(128, 8));
     EXPECT_FALSE(shard_shared_expert(96, 2));
+    // Engram kv projection, released: 5120 x (4 + 1) = 25600 output rows
+    EXPECT_TRUE(shard_rows_evenly(25600, 8));
+    EXPECT_FALSE(shard_rows_evenly(25600, 1));
+    EXPECT_FALSE(shard_rows_evenly(25600 + 32, 2));
 }
 
 }  // namespace
