@@ -5,11 +5,13 @@ exits 0; SIGTERM to mpirun (which Open MPI escalates to SIGKILL after a few seco
 drain and leaves no process behind. Env: DEEPINFER_BIN.
 """
 import json
+import os
 import pathlib
 import signal
 import subprocess
 import sys
 import threading
+import time
 import unittest
 
 sys.path.insert(0, str(pathlib.Path(__file__).resolve().parent))
@@ -68,19 +70,38 @@ class MpiServer(unittest.TestCase):
         self.assertTrue(all(r is not None for r in results), results)
 
 
+def alive(pid):
+    """True while the process exists and is not a zombie."""
+    try:
+        with open(f"/proc/{pid}/stat") as f:
+            return f.read().rsplit(")", 1)[1].split()[0] != "Z"
+    except FileNotFoundError:
+        return False
+
+
 class MpiServerShutdown(unittest.TestCase):
     def stop_with(self, sig):
         server = ServerProcess("--tp", "2", threads=1, mpi_ranks=2)
         try:
+            # The ranks are mpirun's children (other tests may run servers of their own meanwhile).
+            ranks = [int(p) for p in subprocess.run(["pgrep", "-P", str(server.proc.pid)], capture_output=True,
+                                                    text=True).stdout.split()]
+            self.assertEqual(len(ranks), 2, "expected mpirun to have started 2 ranks")
             client = server.client()
             client.completions.create(model=MODEL, prompt=[1, 2, 3], max_tokens=4, temperature=0)
             server.signal(sig)
-            code = server.proc.wait(timeout=60)
+            code = server.proc.wait(timeout=120)
             log = server.log_text()
         finally:
             server.stop()
-        left = subprocess.run(["pgrep", "-f", f"{BIN} serve"], capture_output=True, text=True).stdout.split()
-        self.assertEqual(left, [], "deepinfer serve processes left behind")
+        # mpirun may exit a moment before its ranks do: give them 30 s (a zombie awaiting its reaper is gone).
+        deadline = time.time() + 30
+        while True:
+            left = [pid for pid in ranks if alive(pid)]
+            if not left or time.time() > deadline:
+                break
+            time.sleep(0.1)
+        self.assertEqual(left, [], "ranks left behind")
         self.assertIn("serve: signal", log)  # rank 0 took the signal (followers ignore it)
         return code, log
 
