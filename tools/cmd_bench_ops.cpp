@@ -144,21 +144,23 @@ struct Inputs {
     backend::Fp8Acts acts(int64_t n, int64_t k) const { return {codes.data(), scales.data(), n, k}; }
 };
 
-void add_fp8(std::vector<Bench>& out, const std::string& name, int64_t rows, int64_t cols, const Kernels& k,
-             ThreadPool& pool, const Inputs& in, bf16* y, const Options& o, double total) {
-    Bench b{"gemm_fp8", name, rows, cols, 0, true};
-    AlignedBuffer codes = make_buffer(rows * cols, false),
-                  scales = make_buffer(((rows + 31) / 32) * (cols / 32), false);
-    fill_codes(codes.data(), codes.size(), 1, 0xff);
-    fill_scales(scales.data(), scales.size(), 1);
-    const backend::Fp8Matrix canon{codes.data(), scales.data(), rows, cols};
+// A block-scaled weight (fp8 or MXFP4): filled once, prepared (packed) if the table has a layout, then copied
+// into `copies` buffers so that each call streams its weight from memory.
+template <class Matrix>
+void add_quant(std::vector<Bench>& out, const char* kernel, const std::string& name, int64_t rows, int64_t cols,
+               size_t code_bytes, size_t scale_bytes, uint64_t seed, const Options& o, double total, ThreadPool& pool,
+               const std::function<void(const Matrix&, backend::PackedWeight*)>& prepare,
+               const std::function<void(const Matrix&, int64_t n)>& gemm) {
+    Bench b{kernel, name, rows, cols, 0, true};
+    AlignedBuffer codes = make_buffer(code_bytes, false), scales = make_buffer(scale_bytes, false);
+    fill_codes(codes.data(), codes.size(), seed, 0xff);
+    fill_scales(scales.data(), scales.size(), seed);
     backend::PackedWeight first;
-    k.prepare_fp8(canon, &first, pool);
+    prepare(Matrix{codes.data(), scales.data(), rows, cols}, &first);
     const bool packed = first.layout != backend::PackedLayout::kNone;
-    b.bytes_per_call =
-        packed ? static_cast<double>(first.data.size()) : static_cast<double>(codes.size() + scales.size());
+    b.bytes_per_call = static_cast<double>(packed ? first.data.size() : codes.size() + scales.size());
     b.copies = copies_for(b.bytes_per_call, total);
-    std::vector<backend::Fp8Matrix> mats;
+    std::vector<Matrix> mats;
     for (size_t c = 0; c < b.copies; ++c) {
         if (packed) {
             auto pw = std::make_unique<backend::PackedWeight>();
@@ -175,45 +177,28 @@ void add_fp8(std::vector<Bench>& out, const std::string& name, int64_t rows, int
             mats.push_back({b.storage[2 * c].data(), b.storage[2 * c + 1].data(), rows, cols});
         }
     }
-    b.run = [&k, &pool, &in, y, mats, cols](size_t c, int64_t n) {
-        k.gemm_fp8(in.acts(n, cols), mats[c], y, mats[c].rows, pool);
-    };
+    b.run = [gemm, mats](size_t c, int64_t n) { gemm(mats[c], n); };
     out.push_back(std::move(b));
+}
+
+void add_fp8(std::vector<Bench>& out, const std::string& name, int64_t rows, int64_t cols, const Kernels& k,
+             ThreadPool& pool, const Inputs& in, bf16* y, const Options& o, double total) {
+    add_quant<backend::Fp8Matrix>(
+        out, "gemm_fp8", name, rows, cols, rows * cols, ((rows + 31) / 32) * (cols / 32), 1, o, total, pool,
+        [&](const backend::Fp8Matrix& m, backend::PackedWeight* pw) { k.prepare_fp8(m, pw, pool); },
+        [&k, &pool, &in, y, cols](const backend::Fp8Matrix& m, int64_t n) {
+            k.gemm_fp8(in.acts(n, cols), m, y, m.rows, pool);
+        });
 }
 
 void add_fp4(std::vector<Bench>& out, const std::string& name, int64_t rows, int64_t cols, const Kernels& k,
              ThreadPool& pool, const Inputs& in, bf16* y, const Options& o, double total) {
-    Bench b{"gemm_fp4", name, rows, cols, 0, true};
-    AlignedBuffer codes = make_buffer(rows * cols / 2, false), scales = make_buffer(rows * (cols / 32), false);
-    fill_codes(codes.data(), codes.size(), 2, 0xff);
-    fill_scales(scales.data(), scales.size(), 2);
-    const backend::Fp4Matrix canon{codes.data(), scales.data(), rows, cols};
-    backend::PackedWeight first;
-    k.prepare_fp4(canon, &first, pool);
-    const bool packed = first.layout != backend::PackedLayout::kNone;
-    b.bytes_per_call = static_cast<double>(packed ? first.data.size() : codes.size() + scales.size());
-    b.copies = copies_for(b.bytes_per_call, total);
-    std::vector<backend::Fp4Matrix> mats;
-    for (size_t c = 0; c < b.copies; ++c) {
-        if (packed) {
-            auto pw = std::make_unique<backend::PackedWeight>();
-            pw->layout = first.layout, pw->rows = rows, pw->cols = cols;
-            pw->data = make_buffer(first.data.size(), o.hugepages);
-            std::copy(first.data.data(), first.data.data() + first.data.size(), pw->data.data());
-            mats.push_back({nullptr, nullptr, rows, cols, pw.get()});
-            b.packed.push_back(std::move(pw));
-        } else {
-            b.storage.push_back(make_buffer(codes.size(), o.hugepages));
-            b.storage.push_back(make_buffer(scales.size(), false));
-            std::copy(codes.data(), codes.data() + codes.size(), b.storage[2 * c].data());
-            std::copy(scales.data(), scales.data() + scales.size(), b.storage[2 * c + 1].data());
-            mats.push_back({b.storage[2 * c].data(), b.storage[2 * c + 1].data(), rows, cols});
-        }
-    }
-    b.run = [&k, &pool, &in, y, mats, cols](size_t c, int64_t n) {
-        k.gemm_fp4(in.acts(n, cols), mats[c], y, mats[c].rows, pool);
-    };
-    out.push_back(std::move(b));
+    add_quant<backend::Fp4Matrix>(
+        out, "gemm_fp4", name, rows, cols, rows * cols / 2, rows * (cols / 32), 2, o, total, pool,
+        [&](const backend::Fp4Matrix& m, backend::PackedWeight* pw) { k.prepare_fp4(m, pw, pool); },
+        [&k, &pool, &in, y, cols](const backend::Fp4Matrix& m, int64_t n) {
+            k.gemm_fp4(in.acts(n, cols), m, y, m.rows, pool);
+        });
 }
 
 // bf16 weights: gemm_bf16 (bf16 x) or gemm_f32_bf16w (fp32 x, fp32 out).
