@@ -15,9 +15,9 @@ namespace deepinfer::backend::cpu {
 
 // Activation rows per pass over a row group: the decoded rows (64 x k x 2 bytes) stay in L2.
 inline constexpr int64_t kActRowChunk = 64;
-// Scratch floats of a GEMM task: a decoded 16-row weight panel (fp32 at most: 16 k), its block scales
-// (16 per 32 columns), accumulators of kActRowChunk rows x 16 lanes, 8 activation rows as fp32, slack.
-inline int64_t gemm_scratch_floats(int64_t k) { return 16 * k + k / 2 + kActRowChunk * 16 + 8 * k + 256; }
+// Scratch floats of a quantized GEMM task: a decoded 16-row weight panel (fp32 at most: 16 k), its block
+// scales (16 per 32 columns), accumulators of kActRowChunk rows x 16 lanes, slack. (Dense GEMMs use none.)
+inline int64_t gemm_scratch_floats(int64_t k) { return 16 * k + k / 2 + kActRowChunk * 16 + 256; }
 
 // fp8 / MXFP4 GEMM of all activation rows against `groups` packed row groups (packing.h).
 struct QuantGemmTask {
