@@ -64,7 +64,7 @@ struct QuantWeight {
     void (*run)(const QuantGemmTask& task);
 };
 
-// Groups packed per step when a weight was not prepared (64 rows: the slab stays in L2).
+// Groups packed per step when a weight was not prepared (64 rows: the slab stays in L2; even: whole pairs).
 constexpr int64_t kPackGroups = 4;
 
 // bf16 results into out, or fp32 results into out_f32 when it is set (row-parallel partial sums).
@@ -88,8 +88,10 @@ void gemm_quant(const IsaOps& ops, const Fp8Acts& a, const QuantWeight& w, bf16*
             ops.decode_acts(a.codes + i0 * a.k, a.scales + i0 * kb_count, ni, a.k, s.acts.data(),
                             s.act_scales.as<float>());
         };
+        // chunks of whole pairs of row groups: the packed layout interleaves a pair's chunks (packing.h)
+        const int64_t chunk = (chunk_size(groups, pool, pw ? 2 : kPackGroups) + 1) / 2 * 2;
         for_chunks(
-            pool, groups, chunk_size(groups, pool, pw ? 1 : kPackGroups), setup, [&](int64_t g0, int64_t g1, int) {
+            pool, groups, chunk, setup, [&](int64_t g0, int64_t g1, int) {
                 ThreadScratch& s = thread_scratch();
                 QuantGemmTask task{s.acts.data(), s.act_scales.as<float>(), ni, a.k, nullptr, nullptr, 0, 0, nullptr,
                                    ldo,           s.gemm.as<float>()};

@@ -2,6 +2,7 @@
 // call for unprepared weights), moving whole column pairs (fp8) or nibble quadruples (fp4) at a time.
 #include "backend/cpu/packing.h"
 
+#include <algorithm>
 #include <cstring>
 
 #include "core/check.h"
@@ -30,10 +31,13 @@ uint16_t compress_nibbles(uint32_t x) {
 
 void pack_fp8_groups(const Fp8Matrix& w, int64_t g0, int64_t g1, uint8_t* codes_dst, uint8_t* scales_dst) {
     DI_CHECK_MSG(w.cols % 32 == 0, "fp8 weight cols {} not a multiple of 32", w.cols);
-    const int64_t kb_count = w.cols / 32, scale_cols = (w.cols + 31) / 32;
+    DI_CHECK_MSG(g0 % 2 == 0, "packing starts at odd row group {}", g0);
+    const int64_t kb_count = w.cols / 32, scale_cols = (w.cols + 31) / 32, groups = g1 - g0;
+    std::memset(codes_dst, 0, static_cast<size_t>(fp8_packed_code_bytes(groups, w.cols)));
     for (int64_t g = g0; g < g1; ++g) {
-        uint8_t* dst = codes_dst + (g - g0) * kGroupRows * w.cols;
-        std::memset(dst, 0, kGroupRows * w.cols);
+        const int64_t lg = g - g0;
+        const PackedGroup pg = packed_group(lg, groups, kb_count, kFp8BlockBytes, kPackedChunkBytes);
+        uint8_t* dst = codes_dst + pg.offset;
         for (int r = 0; r < kGroupRows; ++r) {
             const int64_t row = g * kGroupRows + r;
             if (row >= w.rows) continue;
@@ -44,20 +48,25 @@ void pack_fp8_groups(const Fp8Matrix& w, int64_t g0, int64_t g1, uint8_t* codes_
                 for (int c = 0; c < 8; ++c)
                     for (int h = 0; h < 2; ++h) {
                         const uint16_t pair = load16(src + kb * 32 + c * 4 + h * 2);
-                        std::memcpy(dst + kb * kFp8BlockBytes + c * 64 + 2 * (8 * lane + 4 * h + d), &pair, 2);
+                        std::memcpy(dst + kb * pg.block_stride + c * pg.piece_stride + 2 * (8 * lane + 4 * h + d),
+                                    &pair, 2);
                     }
         }
         for (int64_t kb = 0; kb < kb_count; ++kb)
-            scales_dst[(g - g0) * kb_count + kb] = w.scales[(g * kGroupRows / 32) * scale_cols + kb];
+            scales_dst[packed_scale_offset(lg, groups, kb, kb_count, 1)] =
+                w.scales[(g * kGroupRows / 32) * scale_cols + kb];
     }
 }
 
 void pack_fp4_groups(const Fp4Matrix& w, int64_t g0, int64_t g1, uint8_t* codes_dst, uint8_t* scales_dst) {
     DI_CHECK_MSG(w.cols % 32 == 0, "fp4 weight cols {} not a multiple of 32", w.cols);
-    const int64_t kb_count = w.cols / 32, row_bytes = w.cols / 2;
+    DI_CHECK_MSG(g0 % 2 == 0, "packing starts at odd row group {}", g0);
+    const int64_t kb_count = w.cols / 32, row_bytes = w.cols / 2, groups = g1 - g0;
+    std::memset(codes_dst, 0, static_cast<size_t>(fp4_packed_code_bytes(groups, w.cols)));
     for (int64_t g = g0; g < g1; ++g) {
-        uint8_t* dst = codes_dst + (g - g0) * kGroupRows * row_bytes;
-        std::memset(dst, 0, kGroupRows * row_bytes);
+        const int64_t lg = g - g0;
+        const PackedGroup pg = packed_group(lg, groups, kb_count, kFp4BlockBytes, kPackedChunkBytes);
+        uint8_t* dst = codes_dst + pg.offset;
         for (int r = 0; r < kGroupRows; ++r) {
             const int64_t row = g * kGroupRows + r;
             if (row >= w.rows) continue;
@@ -68,17 +77,18 @@ void pack_fp4_groups(const Fp4Matrix& w, int64_t g0, int64_t g1, uint8_t* codes_
                     const uint32_t u = load32(src + kb * 16 + c * 4);
                     const uint16_t even = compress_nibbles(u & 0x0f0f0f0fu),
                                    odd = compress_nibbles((u >> 4) & 0x0f0f0f0fu);
-                    uint8_t* chunk = dst + kb * kFp4BlockBytes + c * 64;
+                    uint8_t* chunk = dst + kb * pg.block_stride + c * pg.piece_stride;
                     std::memcpy(chunk + 4 * r, &even, 2);
                     std::memcpy(chunk + 4 * r + 2, &odd, 2);
                 }
         }
-        uint8_t* sdst = scales_dst + (g - g0) * kGroupRows * kb_count;
-        for (int64_t kb = 0; kb < kb_count; ++kb)
+        for (int64_t kb = 0; kb < kb_count; ++kb) {
+            uint8_t* sdst = scales_dst + packed_scale_offset(lg, groups, kb, kb_count, kGroupRows);
             for (int r = 0; r < kGroupRows; ++r) {
                 const int64_t row = g * kGroupRows + r;
-                sdst[kb * kGroupRows + r] = row < w.rows ? w.scales[row * kb_count + kb] : 127;
+                sdst[r] = row < w.rows ? w.scales[row * kb_count + kb] : 127;
             }
+        }
     }
 }
 
@@ -90,7 +100,9 @@ void prepare_fp8(const Fp8Matrix& w, PackedWeight* out, ThreadPool& pool) {
     out->cols = w.cols;
     out->data.allocate(static_cast<size_t>(code_bytes + fp8_packed_scale_bytes(groups, w.cols)));
     uint8_t* base = out->data.data();
-    pool.parallel_for(static_cast<size_t>(groups), [&](size_t g0, size_t g1, int) {
+    // whole pairs per thread (the layout interleaves the two groups of a pair)
+    pool.parallel_for(static_cast<size_t>((groups + 1) / 2), [&](size_t p0, size_t p1, int) {
+        const int64_t g0 = 2 * static_cast<int64_t>(p0), g1 = std::min(groups, 2 * static_cast<int64_t>(p1));
         pack_fp8_groups(w, g0, g1, base + fp8_packed_code_bytes(g0, w.cols),
                         base + code_bytes + fp8_packed_scale_bytes(g0, w.cols));
     });
@@ -104,7 +116,9 @@ void prepare_fp4(const Fp4Matrix& w, PackedWeight* out, ThreadPool& pool) {
     out->cols = w.cols;
     out->data.allocate(static_cast<size_t>(code_bytes + fp4_packed_scale_bytes(groups, w.cols)));
     uint8_t* base = out->data.data();
-    pool.parallel_for(static_cast<size_t>(groups), [&](size_t g0, size_t g1, int) {
+    // whole pairs per thread (the layout interleaves the two groups of a pair)
+    pool.parallel_for(static_cast<size_t>((groups + 1) / 2), [&](size_t p0, size_t p1, int) {
+        const int64_t g0 = 2 * static_cast<int64_t>(p0), g1 = std::min(groups, 2 * static_cast<int64_t>(p1));
         pack_fp4_groups(w, g0, g1, base + fp4_packed_code_bytes(g0, w.cols),
                         base + code_bytes + fp4_packed_scale_bytes(g0, w.cols));
     });

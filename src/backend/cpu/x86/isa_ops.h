@@ -19,7 +19,33 @@ inline constexpr int64_t kActRowChunk = 64;
 // scales (16 per 32 columns), accumulators of kActRowChunk rows x 16 lanes, slack. (Dense GEMMs use none.)
 inline int64_t gemm_scratch_floats(int64_t k) { return 16 * k + k / 2 + kActRowChunk * 16 + 256; }
 
-// fp8 / MXFP4 GEMM of all activation rows against `groups` packed row groups (packing.h).
+// Where a row group lies in packed codes or scales (packing.h). Row groups are stored in pairs (2p, 2p + 1)
+// that share their blocks: block kb of a pair holds the two groups' pieces alternately (codes: 64-byte
+// chunks; scales: a group's scales of the block), so a kernel running both groups of a pair reads one
+// sequential stream. A trailing odd group is alone. Piece c of block kb of group g lies at
+// offset + kb * block_stride + c * piece_stride.
+struct PackedGroup {
+    int64_t offset, block_stride, piece_stride;
+};
+// `groups` = the groups packed together, counted from an even group of the weight; `block_bytes` = one
+// group's bytes of a block, `piece_bytes` = the unit of interleaving. Static: the ISA TUs may share no
+// COMDAT symbol.
+static inline constexpr PackedGroup packed_group(int64_t g, int64_t groups, int64_t kb_count, int64_t block_bytes,
+                                                 int64_t piece_bytes) {
+    const int64_t pair = g / 2, width = groups - 2 * pair >= 2 ? 2 : 1;
+    return {2 * pair * kb_count * block_bytes + g % 2 * piece_bytes, width * block_bytes, width * piece_bytes};
+}
+// Offset of the scales of block kb of group g (each group's scales of a block are one piece).
+static inline constexpr int64_t packed_scale_offset(int64_t g, int64_t groups, int64_t kb, int64_t kb_count,
+                                                    int64_t unit) {
+    const PackedGroup pg = packed_group(g, groups, kb_count, unit, unit);
+    return pg.offset + kb * pg.block_stride;
+}
+// The 64-byte code chunks of a block are the pieces of the codes.
+inline constexpr int64_t kPackedChunkBytes = 64;
+
+// fp8 / MXFP4 GEMM of all activation rows against `groups` packed row groups (packing.h), the first of
+// them an even group of the weight (pairs stay whole).
 struct QuantGemmTask {
     const void* acts;         // decoded activations [n, k], IsaOps::act_bytes each (see decode_acts)
     const float* act_scales;  // fp32 [n, k/32]

@@ -109,42 +109,59 @@ inline void store_rows(const QuantGemmTask& t, int64_t g, int64_t i, const float
     for (int64_t r = 0; r < valid; ++r) o[r] = row[r];
 }
 
-// One row group against R activation rows starting at i0: each half chunk is decoded and used at once
-// by every row (columns in order per lane: the block partials are the reference's, bit for bit).
-template <int R, class Chunk, class Scales>
-void stream_rows(const QuantGemmTask& t, const Chunk& chunk, const Scales& scales_of, int64_t g, int64_t i0) {
+// R activation rows starting at i0 against the G groups of one pair (packing.h; G = 1 for a lone last
+// group): the groups take turns within each block, so the pair is read as one stream; each half chunk is
+// decoded and used at once by every row (columns in order per lane: the block partials are the
+// reference's, bit for bit).
+template <int R, int G, class Chunk, class Scales>
+void stream_rows(const QuantGemmTask& t, const Chunk& chunk, const Scales& scales_of, int64_t g0, int64_t i0) {
     const int64_t kb_count = t.k / 32;
     const float* a = static_cast<const float*>(t.acts) + i0 * t.k;
-    float* acc = t.scratch;
-    for (int e = 0; e < 16 * R; e += 8) _mm256_store_ps(acc + e, _mm256_setzero_ps());
-    const uint8_t* codes = t.codes + g * kb_count * Chunk::kBlockBytes;
+    float* acc = t.scratch;  // [G][R][16]
+    for (int e = 0; e < 16 * R * G; e += 8) _mm256_store_ps(acc + e, _mm256_setzero_ps());
+    // G = 2 only for a whole pair, G = 1 only for a lone group: the strides are G chunks and G blocks
+    const uint8_t* codes = t.codes + packed_group(g0, t.groups, kb_count, Chunk::kBlockBytes, kPackedChunkBytes).offset;
+    constexpr int64_t kPieceStride = G * kPackedChunkBytes, kBlockStride = G * Chunk::kBlockBytes;
+    const __m256 f = _mm256_set1_ps(Chunk::kValueScale);
     for (int64_t kb = 0; kb < kb_count; ++kb) {
-        __m256 p[R][2];
-#pragma GCC unroll 16
-        for (int r = 0; r < R; ++r) p[r][0] = p[r][1] = _mm256_setzero_ps();
-        const uint8_t* block = codes + kb * Chunk::kBlockBytes;
 #pragma GCC unroll 1
-        for (int c = 0; c < Chunk::kChunks; ++c)
-            chunk.decode(block + 64 * c, [&](int j, __m256 col0, __m256 col1) {
-                const int64_t k = kb * 32 + c * Chunk::kCols + j;
+        for (int g = 0; g < G; ++g) {
+            __m256 p[R][2];
+#pragma GCC unroll 16
+            for (int r = 0; r < R; ++r) p[r][0] = p[r][1] = _mm256_setzero_ps();
+            const uint8_t* block = codes + kb * kBlockStride + g * kPackedChunkBytes;
+#pragma GCC unroll 1
+            for (int c = 0; c < Chunk::kChunks; ++c)
+                chunk.decode(block + c * kPieceStride, [&](int j, __m256 col0, __m256 col1) {
+                    const int64_t k = kb * 32 + c * Chunk::kCols + j;
 #pragma GCC unroll 4
-                for (int r = 0; r < R; ++r) {
-                    const __m256 x = _mm256_broadcast_ss(a + r * t.k + k);
-                    p[r][0] = _mm256_fmadd_ps(col0, x, p[r][0]);
-                    p[r][1] = _mm256_fmadd_ps(col1, x, p[r][1]);
-                }
-            });
-        __m256 sw0, sw1;
-        scales_of(g, kb, sw0, sw1);
-        const __m256 f = _mm256_set1_ps(Chunk::kValueScale);
-        sw0 = _mm256_mul_ps(sw0, f);
-        sw1 = _mm256_mul_ps(sw1, f);
+                    for (int r = 0; r < R; ++r) {
+                        const __m256 x = _mm256_broadcast_ss(a + r * t.k + k);
+                        p[r][0] = _mm256_fmadd_ps(col0, x, p[r][0]);
+                        p[r][1] = _mm256_fmadd_ps(col1, x, p[r][1]);
+                    }
+                });
+            __m256 sw0, sw1;
+            scales_of(g0 + g, kb, sw0, sw1);
+            sw0 = _mm256_mul_ps(sw0, f);
+            sw1 = _mm256_mul_ps(sw1, f);
 #pragma GCC unroll 16
-        for (int r = 0; r < R; ++r)
-            scale_into(acc + 16 * r, p[r][0], p[r][1], sw0, sw1, t.act_scales[(i0 + r) * kb_count + kb]);
+            for (int r = 0; r < R; ++r)
+                scale_into(acc + 16 * (g * R + r), p[r][0], p[r][1], sw0, sw1,
+                           t.act_scales[(i0 + r) * kb_count + kb]);
+        }
     }
+    for (int g = 0; g < G; ++g)
 #pragma GCC unroll 16
-    for (int r = 0; r < R; ++r) store_rows(t, g, i0 + r, acc + 16 * r);
+        for (int r = 0; r < R; ++r) store_rows(t, g0 + g, i0 + r, acc + 16 * (g * R + r));
+}
+
+// Pair by pair; a lone last group on its own.
+template <int R, class Chunk, class Scales>
+void stream_all(const QuantGemmTask& t, const Chunk& chunk, const Scales& scales_of) {
+    int64_t g = 0;
+    for (; g + 2 <= t.groups; g += 2) stream_rows<R, 2>(t, chunk, scales_of, g, 0);
+    if (g < t.groups) stream_rows<R, 1>(t, chunk, scales_of, g, 0);
 }
 
 // Many activation rows: the row group is decoded once into an L2 panel [k][16] (fp32) with its scales,
@@ -184,22 +201,23 @@ void run(const QuantGemmTask& t, const Chunk& chunk, const Scales& scales_of) {
     const int64_t kb_count = t.k / 32;
     float* panel = t.scratch + kActRowChunk * 16;
     float* sw = panel + 16 * t.k;
-    for (int64_t g = 0; g < t.groups; ++g) {
-        if (t.n <= kStreamRows) {
-            switch (t.n) {
-                case 1: stream_rows<1>(t, chunk, scales_of, g, 0); break;
-                case 2: stream_rows<2>(t, chunk, scales_of, g, 0); break;
-                case 3: stream_rows<3>(t, chunk, scales_of, g, 0); break;
-                default: stream_rows<4>(t, chunk, scales_of, g, 0); break;
-            }
-            continue;
+    if (t.n <= kStreamRows) {
+        switch (t.n) {
+            case 1: stream_all<1>(t, chunk, scales_of); break;
+            case 2: stream_all<2>(t, chunk, scales_of); break;
+            case 3: stream_all<3>(t, chunk, scales_of); break;
+            default: stream_all<4>(t, chunk, scales_of); break;
         }
-        const uint8_t* codes = t.codes + g * kb_count * Chunk::kBlockBytes;
+        return;
+    }
+    for (int64_t g = 0; g < t.groups; ++g) {
+        const PackedGroup pg = packed_group(g, t.groups, kb_count, Chunk::kBlockBytes, kPackedChunkBytes);
+        const uint8_t* codes = t.codes + pg.offset;
         const __m256 f = _mm256_set1_ps(Chunk::kValueScale);
         for (int64_t kb = 0; kb < kb_count; ++kb) {
 #pragma GCC unroll 1
             for (int c = 0; c < Chunk::kChunks; ++c)
-                chunk.decode(codes + kb * Chunk::kBlockBytes + 64 * c, [&](int j, __m256 col0, __m256 col1) {
+                chunk.decode(codes + kb * pg.block_stride + c * pg.piece_stride, [&](int j, __m256 col0, __m256 col1) {
                     float* dst = panel + (kb * 32 + c * Chunk::kCols + j) * 16;
                     _mm256_store_ps(dst, col0);
                     _mm256_store_ps(dst + 8, col1);
@@ -227,14 +245,14 @@ void run(const QuantGemmTask& t, const Chunk& chunk, const Scales& scales_of) {
 void gemm_fp8(const QuantGemmTask& t) {
     const int64_t kb_count = t.k / 32;
     run(t, Fp8Chunk{}, [&](int64_t g, int64_t kb, __m256& sw0, __m256& sw1) {
-        sw0 = sw1 = _mm256_set1_ps(e8m0_to_float(t.scales[g * kb_count + kb]));
+        sw0 = sw1 = _mm256_set1_ps(e8m0_to_float(t.scales[packed_scale_offset(g, t.groups, kb, kb_count, 1)]));
     });
 }
 
 void gemm_fp4(const QuantGemmTask& t) {
     const int64_t kb_count = t.k / 32;
     run(t, Fp4Chunk{}, [&](int64_t g, int64_t kb, __m256& sw0, __m256& sw1) {
-        const uint8_t* s = t.scales + (g * kb_count + kb) * 16;
+        const uint8_t* s = t.scales + packed_scale_offset(g, t.groups, kb, kb_count, 16);
         sw0 = e8m0_to_ps(s);
         sw1 = e8m0_to_ps(s + 8);
     });

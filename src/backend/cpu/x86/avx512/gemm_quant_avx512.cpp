@@ -42,49 +42,65 @@ inline __m512 dot(__m512 acc, __m512i w, const uint32_t* pair) { return dot_bcas
 inline void store_row(bf16* out, __mmask16 mask, __m512 v) { _mm256_mask_storeu_epi16(out, mask, to_bf16(v)); }
 inline void store_row(float* out, __mmask16 mask, __m512 v) { _mm512_mask_storeu_ps(out, mask, v); }
 
-// Few activation rows (decode): R rows of G consecutive row groups per pass, partial sums and accumulators
-// in registers; each chunk is decoded and used at once. Each output's sum runs in the same order as in
-// panel_tile (one chain over the 16 column pairs of a block, then one FMA per block), so a row's result does
-// not depend on how many rows come with it (row invariance, tests/ops/row_invariance_test.cpp); the G
-// groups give the independent chains that hide the latency of vdpbf16ps when R is small.
+// Few activation rows (decode): R rows against the G groups of one pair (packing.h; G = 1 for a lone last
+// group), partial sums and accumulators in registers, each chunk decoded and used at once, the pair read as
+// one stream. Each output's sum runs in the same order as in panel_tile (one chain over the 16 column pairs
+// of a block, then one FMA per block), so a row's result does not depend on how many rows come with it (row
+// invariance, tests/ops/row_invariance_test.cpp). Up to 4 rows the two groups' chains run side by side
+// (they hide the latency of vdpbf16ps); 5-8 rows have chains enough and too few registers for that, so the
+// groups take turns within each block (kSideBySide false), still reading the pair's block once.
 template <int R, int G, class Chunks, class Scales>
 void stream_rows(const QuantGemmTask& t, const Chunks& chunks, const Scales& scale_of, int64_t g0) {
+    constexpr bool kSideBySide = R <= 4;
     const int64_t kb_count = t.k / 32, a_stride = t.k / 2;
     const auto* acts = static_cast<const uint32_t*>(t.acts);
     const float* sa = t.act_scales;
-    const uint8_t* codes = t.codes + g0 * kb_count * Chunks::kBlockBytes;
-    const int64_t group_bytes = kb_count * Chunks::kBlockBytes;
+    // G = 2 only for a whole pair, G = 1 only for a lone group: the strides are G chunks and G blocks
+    const uint8_t* codes =
+        t.codes + packed_group(g0, t.groups, kb_count, Chunks::kBlockBytes, kPackedChunkBytes).offset;
+    constexpr int64_t kPieceStride = G * kPackedChunkBytes, kBlockStride = G * Chunks::kBlockBytes;
     __m512 acc[G][R];
 #pragma GCC unroll 16
     for (int g = 0; g < G; ++g)
 #pragma GCC unroll 16
         for (int r = 0; r < R; ++r) acc[g][r] = _mm512_setzero_ps();
-    for (int64_t kb = 0; kb < kb_count; ++kb) {
-        __m512 p[G][R];
+    // The block partials of groups [gb, ge) (all G side by side, or one), then their scaled accumulation.
+    auto run_block = [&]<int kGroups>(int64_t kb, int gb) {
+        __m512 p[kGroups][R];
 #pragma GCC unroll 16
-        for (int g = 0; g < G; ++g)
+        for (int g = 0; g < kGroups; ++g)
 #pragma GCC unroll 16
             for (int r = 0; r < R; ++r) p[g][r] = _mm512_setzero_ps();
+        const uint8_t* block = codes + kb * kBlockStride + gb * kPackedChunkBytes;
 #pragma GCC unroll 8
         for (int ch = 0; ch < Chunks::kChunks; ++ch) {
-            __m512i v[G][Chunks::kVectors];
+            __m512i v[kGroups][Chunks::kVectors];
 #pragma GCC unroll 4
-            for (int g = 0; g < G; ++g) chunks.decode(codes + g * group_bytes + kb * Chunks::kBlockBytes + 64 * ch, v[g]);
+            for (int g = 0; g < kGroups; ++g) chunks.decode(block + ch * kPieceStride + g * kPackedChunkBytes, v[g]);
 #pragma GCC unroll 4
             for (int q = 0; q < Chunks::kVectors; ++q) {
                 const int tp = Chunks::kVectors * ch + q;
 #pragma GCC unroll 8
                 for (int r = 0; r < R; ++r)
 #pragma GCC unroll 4
-                    for (int g = 0; g < G; ++g) p[g][r] = dot(p[g][r], v[g][q], acts + r * a_stride + kb * 16 + tp);
+                    for (int g = 0; g < kGroups; ++g) p[g][r] = dot(p[g][r], v[g][q], acts + r * a_stride + kb * 16 + tp);
             }
         }
 #pragma GCC unroll 4
-        for (int g = 0; g < G; ++g) {
-            const __m512 sw = scale_of(g0 + g, kb);
+        for (int g = 0; g < kGroups; ++g) {
+            const __m512 sw = scale_of(g0 + gb + g, kb);
 #pragma GCC unroll 8
             for (int r = 0; r < R; ++r)
-                acc[g][r] = _mm512_fmadd_ps(p[g][r], _mm512_mul_ps(sw, _mm512_set1_ps(sa[r * kb_count + kb])), acc[g][r]);
+                acc[gb + g][r] =
+                    _mm512_fmadd_ps(p[g][r], _mm512_mul_ps(sw, _mm512_set1_ps(sa[r * kb_count + kb])), acc[gb + g][r]);
+        }
+    };
+    for (int64_t kb = 0; kb < kb_count; ++kb) {
+        if constexpr (kSideBySide) {
+            run_block.template operator()<G>(kb, 0);
+        } else {
+#pragma GCC unroll 2
+            for (int g = 0; g < G; ++g) run_block.template operator()<1>(kb, g);
         }
     }
 #pragma GCC unroll 4
@@ -134,11 +150,12 @@ void panel_group(const QuantGemmTask& t, const Chunks& chunks, const Scales& sca
     const auto* acts = static_cast<const uint32_t*>(t.acts);
     auto* panel = reinterpret_cast<__m512i*>(t.scratch);
     auto* sw = reinterpret_cast<__m512*>(panel + kb_count * 16);
-    const uint8_t* codes = t.codes + g * kb_count * Chunks::kBlockBytes;
+    const PackedGroup pg = packed_group(g, t.groups, kb_count, Chunks::kBlockBytes, kPackedChunkBytes);
+    const uint8_t* codes = t.codes + pg.offset;
     for (int64_t kb = 0; kb < kb_count; ++kb) {
 #pragma GCC unroll 16
         for (int ch = 0; ch < Chunks::kChunks; ++ch)
-            chunks.decode(codes + kb * Chunks::kBlockBytes + 64 * ch, panel + kb * 16 + Chunks::kVectors * ch);
+            chunks.decode(codes + kb * pg.block_stride + ch * pg.piece_stride, panel + kb * 16 + Chunks::kVectors * ch);
         sw[kb] = scale_of(g, kb);
     }
     const __mmask16 mask = lane_mask(t.rows - g * 16);
@@ -168,13 +185,12 @@ void panel_group(const QuantGemmTask& t, const Chunks& chunks, const Scales& sca
 // Up to kStreamRows activation rows use the streaming kernel.
 constexpr int64_t kStreamRows = 8;
 
-// Up to 4 rows: two row groups per pass; 5-8 rows: one (enough chains, and registers run out).
+// Pair by pair; a lone last group on its own.
 template <int R, class Chunks, class Scales>
 void stream_all(const QuantGemmTask& t, const Chunks& chunks, const Scales& scale_of) {
     int64_t g = 0;
-    if constexpr (R <= 4)
-        for (; g + 2 <= t.groups; g += 2) stream_rows<R, 2>(t, chunks, scale_of, g);
-    for (; g < t.groups; ++g) stream_rows<R, 1>(t, chunks, scale_of, g);
+    for (; g + 2 <= t.groups; g += 2) stream_rows<R, 2>(t, chunks, scale_of, g);
+    if (g < t.groups) stream_rows<R, 1>(t, chunks, scale_of, g);
 }
 
 template <class Chunks, class Scales>
@@ -200,13 +216,16 @@ void run(const QuantGemmTask& t, const Chunks& chunks, const Scales& scale_of) {
 void gemm_fp8(const QuantGemmTask& t) {
     const int64_t kb_count = t.k / 32;
     run(t, Fp8Chunks{},
-        [&](int64_t g, int64_t kb) { return _mm512_set1_ps(e8m0_to_float(t.scales[g * kb_count + kb])); });
+        [&](int64_t g, int64_t kb) {
+            return _mm512_set1_ps(e8m0_to_float(t.scales[packed_scale_offset(g, t.groups, kb, kb_count, 1)]));
+        });
 }
 
 void gemm_fp4(const QuantGemmTask& t) {
     const int64_t kb_count = t.k / 32;
     run(t, Fp4Chunks{}, [&](int64_t g, int64_t kb) {
-        return e8m0_to_ps(_mm_loadu_si128(reinterpret_cast<const __m128i*>(t.scales + (g * kb_count + kb) * 16)));
+        return e8m0_to_ps(_mm_loadu_si128(
+            reinterpret_cast<const __m128i*>(t.scales + packed_scale_offset(g, t.groups, kb, kb_count, 16))));
     });
 }
 
