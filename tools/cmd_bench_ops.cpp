@@ -164,7 +164,7 @@ void add_quant(std::vector<Bench>& out, const char* kernel, const std::string& n
     for (size_t c = 0; c < b.copies; ++c) {
         if (packed) {
             auto pw = std::make_unique<backend::PackedWeight>();
-            pw->layout = first.layout, pw->rows = rows, pw->cols = cols;
+            pw->layout = first.layout, pw->rows = rows, pw->cols = cols, pw->plain_scales = first.plain_scales;
             pw->data = make_buffer(first.data.size(), o.hugepages);
             std::copy(first.data.data(), first.data.data() + first.data.size(), pw->data.data());
             mats.push_back({nullptr, nullptr, rows, cols, pw.get()});

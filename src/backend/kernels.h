@@ -26,6 +26,9 @@ struct PackedWeight {
     PackedLayout layout = PackedLayout::kNone;
     int64_t rows = 0, cols = 0;
     AlignedBuffer data;
+    // Every weight scale code is 1..254 (a normal power of two, never e8m0's 2^-127 or NaN), so a kernel may
+    // widen the scales by a shift alone. Set by prepare_fp4.
+    bool plain_scales = false;
 };
 
 // fp8 e4m3 weight [rows, cols] with e8m0 scales per 32x32 block: scales[ceil(rows/32), ceil(cols/32)].

@@ -135,6 +135,37 @@ TEST(GemmFp8, NanPropagates) {
         [](const Kernels& k, const Fp8Matrix& m, PackedWeight* pw, ThreadPool& p) { k.prepare_fp8(m, pw, p); });
 }
 
+// MXFP4 scale codes 0 (2^-127) and 255 (NaN) give the reference's results; prepared weights carry them on
+// the kernels' exact scale path (plain_scales false), weights without them on the shift-only one.
+TEST(GemmFp4, ExtremeScaleCodes) {
+    Inputs in(8);
+    const Shape s{3, 40, 64, 0};
+    QuantizedActs acts(in, s.n, s.k);
+    std::vector<uint8_t> packed = in.bytes(s.rows * s.k / 2), scales = in.bytes(s.rows * s.k / 32, 120, 130);
+    const Fp4Matrix plain{packed.data(), scales.data(), s.rows, s.k};
+    ThreadPool pool(1);
+    for (const Kernels* table : simd_tables()) {
+        PackedWeight pw;
+        table->prepare_fp4(plain, &pw, pool);
+        EXPECT_TRUE(pw.plain_scales) << isa_name(table->isa);
+    }
+    scales[9 * 2 + 1] = 255;  // row 9, block 1: NaN
+    scales[20 * 2 + 0] = 0;   // row 20, block 0: 2^-127
+    scales[33 * 2 + 1] = 0;   // row 33 (the lone last group), block 1
+    Fp4Matrix w{packed.data(), scales.data(), s.rows, s.k};
+    for (const Kernels* table : simd_tables()) {
+        PackedWeight pw;
+        table->prepare_fp4(w, &pw, pool);
+        EXPECT_FALSE(pw.plain_scales) << isa_name(table->isa);
+    }
+    check_tables(
+        s, acts.all(), w,
+        [](const Kernels& k, const Fp8Acts& a, const Fp4Matrix& m, bf16* o, int64_t ldo, ThreadPool& p) {
+            k.gemm_fp4(a, m, o, ldo, p);
+        },
+        [](const Kernels& k, const Fp4Matrix& m, PackedWeight* pw, ThreadPool& p) { k.prepare_fp4(m, pw, p); });
+}
+
 }  // namespace
 }  // namespace deepinfer::testing
 

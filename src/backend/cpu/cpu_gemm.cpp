@@ -95,6 +95,7 @@ void gemm_quant(const IsaOps& ops, const Fp8Acts& a, const QuantWeight& w, bf16*
                 ThreadScratch& s = thread_scratch();
                 QuantGemmTask task{s.acts.data(), s.act_scales.as<float>(), ni, a.k, nullptr, nullptr, 0, 0, nullptr,
                                    ldo,           s.gemm.as<float>()};
+                task.plain_scales = pw && pw->plain_scales;
                 auto run_groups = [&](int64_t g, int64_t count, const uint8_t* codes, const uint8_t* scales) {
                     task.codes = codes;
                     task.scales = scales;

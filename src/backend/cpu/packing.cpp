@@ -122,6 +122,8 @@ void prepare_fp4(const Fp4Matrix& w, PackedWeight* out, ThreadPool& pool) {
         pack_fp4_groups(w, g0, g1, base + fp4_packed_code_bytes(g0, w.cols),
                         base + code_bytes + fp4_packed_scale_bytes(g0, w.cols));
     });
+    const uint8_t* scales = w.scales;
+    out->plain_scales = std::none_of(scales, scales + w.rows * (w.cols / 32), [](uint8_t b) { return b == 0 || b == 255; });
 }
 
 }  // namespace deepinfer::backend::cpu

@@ -223,10 +223,18 @@ void gemm_fp8(const QuantGemmTask& t) {
 
 void gemm_fp4(const QuantGemmTask& t) {
     const int64_t kb_count = t.k / 32;
-    run(t, Fp4Chunks{}, [&](int64_t g, int64_t kb) {
-        return e8m0_to_ps(_mm_loadu_si128(
-            reinterpret_cast<const __m128i*>(t.scales + packed_scale_offset(g, t.groups, kb, kb_count, 16))));
-    });
+    auto scales = [&](int64_t g, int64_t kb) {
+        return _mm_loadu_si128(
+            reinterpret_cast<const __m128i*>(t.scales + packed_scale_offset(g, t.groups, kb, kb_count, 16)));
+    };
+    // Codes 1..254 only (no 2^-127, no NaN): the shift alone gives 2^(b - 127), 4 vector ops fewer per block
+    // (the decode is issue-bound on Zen 4).
+    if (t.plain_scales)
+        run(t, Fp4Chunks{}, [&](int64_t g, int64_t kb) {
+            return _mm512_castsi512_ps(_mm512_slli_epi32(_mm512_cvtepu8_epi32(scales(g, kb)), 23));
+        });
+    else
+        run(t, Fp4Chunks{}, [&](int64_t g, int64_t kb) { return e8m0_to_ps(scales(g, kb)); });
 }
 
 void decode_acts(const uint8_t* codes, const uint8_t* scales, int64_t n, int64_t k, void* values, float* act_scales) {
