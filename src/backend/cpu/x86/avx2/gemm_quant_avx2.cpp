@@ -109,6 +109,10 @@ inline void store_rows(const QuantGemmTask& t, int64_t g, int64_t i, const float
     for (int64_t r = 0; r < valid; ++r) o[r] = row[r];
 }
 
+// Software prefetch distance along the pair's stream (as in the AVX-512 kernels: 3 KB ahead gained 5-17% at
+// n = 4 streamed, within +-2% at n = 1).
+constexpr int64_t kPrefetchBytes = 3072;
+
 // R activation rows starting at i0 against the G groups of one pair (packing.h; G = 1 for a lone last
 // group): the groups take turns within each block, so the pair is read as one stream; each half chunk is
 // decoded and used at once by every row (columns in order per lane: the block partials are the
@@ -131,7 +135,8 @@ void stream_rows(const QuantGemmTask& t, const Chunk& chunk, const Scales& scale
             for (int r = 0; r < R; ++r) p[r][0] = p[r][1] = _mm256_setzero_ps();
             const uint8_t* block = codes + kb * kBlockStride + g * kPackedChunkBytes;
 #pragma GCC unroll 1
-            for (int c = 0; c < Chunk::kChunks; ++c)
+            for (int c = 0; c < Chunk::kChunks; ++c) {
+                _mm_prefetch(reinterpret_cast<const char*>(block + c * kPieceStride + kPrefetchBytes), _MM_HINT_T0);
                 chunk.decode(block + c * kPieceStride, [&](int j, __m256 col0, __m256 col1) {
                     const int64_t k = kb * 32 + c * Chunk::kCols + j;
 #pragma GCC unroll 4
@@ -141,6 +146,7 @@ void stream_rows(const QuantGemmTask& t, const Chunk& chunk, const Scales& scale
                         p[r][1] = _mm256_fmadd_ps(col1, x, p[r][1]);
                     }
                 });
+            }
             __m256 sw0, sw1;
             scales_of(g0 + g, kb, sw0, sw1);
             sw0 = _mm256_mul_ps(sw0, f);
