@@ -63,6 +63,14 @@ struct Fp8Acts {
     int64_t n = 0, k = 0;
 };
 
+// One GEMM of a grouped call (Kernels::gemm_fp4_grouped): out [a.n, w.rows] with row stride ldo.
+struct Fp4Gemm {
+    Fp8Acts a;
+    Fp4Matrix w;
+    bf16* out = nullptr;
+    int64_t ldo = 0;
+};
+
 struct Kernels {
     Isa isa;
     // Repack a weight once (at load time) into this table's fast layout; out->layout stays kNone when the
@@ -79,6 +87,9 @@ struct Kernels {
     void (*gemm_fp8_f32)(const Fp8Acts& a, const Fp8Matrix& w, float* out, int64_t ldo, ThreadPool& pool);
     // Same with MXFP4 weights and per-row 1x32 weight scales (spec §4.3 fp4_gemm).
     void (*gemm_fp4)(const Fp8Acts& a, const Fp4Matrix& w, bf16* out, int64_t ldo, ThreadPool& pool);
+    // Several gemm_fp4 in one call (a step's routed experts: every selected expert's w1 and w3, then the w2s),
+    // each with gemm_fp4's results; the work of all of them is split over the pool's threads at once.
+    void (*gemm_fp4_grouped)(const Fp4Gemm* gemms, int64_t count, ThreadPool& pool);
     // bf16 x [n, k] times bf16 W [m, k]^T, fp32 accumulation, one rounding to bf16 (torch F.linear on bf16).
     void (*gemm_bf16)(const bf16* x, int64_t n, const Bf16Matrix& w, bf16* out, int64_t ldo, ThreadPool& pool);
     // fp32 x [n, k] times W^T with W stored bf16 (exactly widened) or fp32; fp32 out.

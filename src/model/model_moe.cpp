@@ -90,35 +90,62 @@ void Model::moe(int block_index, const bf16* x_mine, int64_t n_mine, bf16* out) 
         }
     }
 
-    // Routed experts in ascending id; y accumulates in fp32.
+    // Routed experts in ascending id; y accumulates in fp32. Experts run in batches (all of a decode step's in
+    // one): every w1 / w3 of a batch in one grouped kernel call, SwiGLU, then every w2 in a second one, so the
+    // threads stream the experts back to back (ops::linear_fp4_grouped; same results as one call each).
+    // A batch closes once it holds kBatchRows rows: prefill experts have rows enough to fill the threads
+    // alone, and the batch's buffers stay small.
+    constexpr int64_t kBatchRows = 64;
     std::vector<float> y(n * D, 0.0f);
-    std::vector<int64_t> rows;
-    std::vector<float> row_weight;
-    std::vector<bf16> xin, gate, up, h, eo;
+    struct ExpertRows {
+        int e;
+        std::vector<int64_t> rows;
+        std::vector<float> row_weight;
+        std::vector<bf16> xin, gate, up, h, eo;
+    };
+    std::vector<ExpertRows> batch;
+    int64_t batch_rows = 0;
+    auto run_batch = [&] {
+        std::vector<ops::Fp4Linear> gate_up, down;
+        for (ExpertRows& r : batch) {
+            const int64_t m = static_cast<int64_t>(r.rows.size());
+            gate_up.push_back({r.xin.data(), m, &w.experts[r.e].w1, r.gate.data()});
+            gate_up.push_back({r.xin.data(), m, &w.experts[r.e].w3, r.up.data()});
+        }
+        ops::linear_fp4_grouped(gate_up);
+        for (ExpertRows& r : batch) {
+            const int64_t m = static_cast<int64_t>(r.rows.size());
+            ops::swiglu(r.gate.data(), r.up.data(), m, I, limit, r.row_weight.data(), r.h.data());
+            down.push_back({r.h.data(), m, &w.experts[r.e].w2, r.eo.data()});
+        }
+        ops::linear_fp4_grouped(down);
+        for (const ExpertRows& r : batch)
+            for (size_t j = 0; j < r.rows.size(); ++j)
+                for (int k = 0; k < D; ++k) y[r.rows[j] * D + k] += bf16_to_float(r.eo[j * D + k]);
+        batch.clear();
+        batch_rows = 0;
+    };
     for (int e = w.expert_begin; e < w.expert_end; ++e) {  // this rank's experts (all of them without EP)
-        rows.clear();
-        row_weight.clear();
+        ExpertRows r{e, {}, {}, {}, {}, {}, {}, {}};
         for (int64_t i = 0; i < n; ++i)
             for (int k = 0; k < K; ++k)
                 if (selected[i * K + k] == e) {
-                    rows.push_back(i);
-                    row_weight.push_back(weights[i * K + k]);
+                    r.rows.push_back(i);
+                    r.row_weight.push_back(weights[i * K + k]);
                 }
-        if (rows.empty()) continue;
-        const int64_t m = static_cast<int64_t>(rows.size());
-        xin.resize(m * D);
-        for (int64_t r = 0; r < m; ++r) std::copy(x + rows[r] * D, x + rows[r] * D + D, xin.begin() + r * D);
-        gate.resize(m * I);
-        up.resize(m * I);
-        h.resize(m * I);
-        eo.resize(m * D);
-        ops::linear_fp4(xin.data(), m, w.experts[e].w1, gate.data());
-        ops::linear_fp4(xin.data(), m, w.experts[e].w3, up.data());
-        ops::swiglu(gate.data(), up.data(), m, I, limit, row_weight.data(), h.data());
-        ops::linear_fp4(h.data(), m, w.experts[e].w2, eo.data());
-        for (int64_t r = 0; r < m; ++r)
-            for (int k = 0; k < D; ++k) y[rows[r] * D + k] += bf16_to_float(eo[r * D + k]);
+        if (r.rows.empty()) continue;
+        const int64_t m = static_cast<int64_t>(r.rows.size());
+        r.xin.resize(m * D);
+        for (int64_t j = 0; j < m; ++j) std::copy(x + r.rows[j] * D, x + r.rows[j] * D + D, r.xin.begin() + j * D);
+        r.gate.resize(m * I);
+        r.up.resize(m * I);
+        r.h.resize(m * I);
+        r.eo.resize(m * D);
+        batch.push_back(std::move(r));
+        batch_rows += m;
+        if (batch_rows >= kBatchRows) run_batch();
     }
+    if (!batch.empty()) run_batch();
 
     // Expert parallelism: the partial sums of every rank's experts, added in fp32 (the reference's all_reduce);
     // under DP attention each rank gets back the sums of its own rows.
@@ -137,6 +164,7 @@ void Model::moe(int block_index, const bf16* x_mine, int64_t n_mine, bf16* out) 
     // intermediate dimension, w2 partial sums in fp32, summed over the group and rounded to bf16 once.
     n = n_mine;
     const int64_t Is = w.shared_w1.rows;  // I, or I / tp under the split
+    std::vector<bf16> gate, up, h, eo;
     gate.resize(n * Is);
     up.resize(n * Is);
     h.resize(n * Is);

@@ -45,6 +45,29 @@ void linear_fp4(const bf16* x, int64_t n, const Fp4Matrix& w, bf16* y) {
     backend::active_kernels().gemm_fp4(a, w, y, w.rows, ThreadPool::global());
 }
 
+void linear_fp4_grouped(const std::vector<Fp4Linear>& linears) {
+    // act_quant of each distinct input, into buffers owned by this call (the scratch holds one input)
+    std::vector<std::vector<uint8_t>> codes, scales;
+    std::vector<backend::Fp4Gemm> gemms;
+    gemms.reserve(linears.size());
+    const bf16* last = nullptr;
+    for (const Fp4Linear& l : linears) {
+        const int64_t k = l.w->cols;
+        DI_CHECK_MSG(k % kActQuantGroup == 0, "act_quant needs k % 32 == 0, got {}", k);
+        if (l.n == 0) continue;
+        if (l.x != last || gemms.empty() || gemms.back().a.n != l.n || gemms.back().a.k != k) {
+            codes.emplace_back(static_cast<size_t>(l.n * k));
+            scales.emplace_back(static_cast<size_t>(l.n * k / kActQuantGroup));
+            backend::active_kernels().act_quant(l.x, l.n, k, codes.back().data(), scales.back().data(),
+                                                ThreadPool::global());
+            last = l.x;
+        }
+        gemms.push_back({{codes.back().data(), scales.back().data(), l.n, k}, *l.w, l.y, l.w->rows});
+    }
+    if (gemms.empty()) return;
+    backend::active_kernels().gemm_fp4_grouped(gemms.data(), static_cast<int64_t>(gemms.size()), ThreadPool::global());
+}
+
 void linear_bf16(const bf16* x, int64_t n, const Bf16Matrix& w, bf16* y) {
     if (n == 0) return;
     backend::active_kernels().gemm_bf16(x, n, w, y, w.rows, ThreadPool::global());

@@ -2,6 +2,8 @@
 // dispatch to the active kernel table. Activations are row-major [n, k]; weights [m, k].
 #pragma once
 
+#include <vector>
+
 #include "backend/kernels.h"
 
 namespace deepinfer::ops {
@@ -17,6 +19,15 @@ void linear_fp8(const bf16* x, int64_t n, const Fp8Matrix& w, bf16* y);
 void linear_fp8_f32(const bf16* x, int64_t n, const Fp8Matrix& w, float* y);
 // Same with MXFP4 weights (routed experts).
 void linear_fp4(const bf16* x, int64_t n, const Fp4Matrix& w, bf16* y);
+// Several linear_fp4 at once (a step's routed experts): y = x W^T for each, with linear_fp4's results; one
+// kernel dispatch for all of them. Entries with the same x (w1 and w3 of an expert) quantize it once.
+struct Fp4Linear {
+    const bf16* x;  // [n, w->cols]
+    int64_t n;
+    const Fp4Matrix* w;
+    bf16* y;  // [n, w->rows]
+};
+void linear_fp4_grouped(const std::vector<Fp4Linear>& linears);
 // bf16 x bf16 -> bf16 (fp32 accumulation), torch F.linear on bf16 tensors.
 void linear_bf16(const bf16* x, int64_t n, const Bf16Matrix& w, bf16* y);
 // fp32 x [n, k] times a bf16-stored weight held in fp32 -> fp32 y (LM head, router, ratio-2 compressor).

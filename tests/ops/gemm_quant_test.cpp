@@ -166,6 +166,49 @@ TEST(GemmFp4, ExtremeScaleCodes) {
         [](const Kernels& k, const Fp4Matrix& m, PackedWeight* pw, ThreadPool& p) { k.prepare_fp4(m, pw, p); });
 }
 
+// gemm_fp4_grouped gives, for every GEMM of the group, exactly what gemm_fp4 gives on its own (every table,
+// prepared and canonical weights, 1-3 threads): GEMMs of different shapes and row counts, one crossing the
+// 64-row activation chunks, one sharing another's activations (as w1 and w3 do), one with no rows.
+TEST(GemmFp4Grouped, EachGemmAsAlone) {
+    Inputs in(9);
+    const Shape shapes[] = {{1, 48, 160, 0}, {1, 33, 160, 2}, {3, 100, 64, 0}, {70, 40, 96, 1}, {0, 16, 64, 0}};
+    std::vector<QuantizedActs> acts;
+    std::vector<std::vector<uint8_t>> packed, scales;
+    for (const Shape& s : shapes) {
+        acts.emplace_back(in, s.n, s.k);
+        packed.push_back(in.bytes(s.rows * s.k / 2));
+        scales.push_back(in.bytes(s.rows * s.k / 32, 112, 134));
+    }
+    std::vector<const Kernels*> tables = simd_tables();
+    tables.push_back(&backend::ref::kernels());
+    for (const Kernels* table : tables)
+        for (bool prepared : {false, true})
+            for (int threads : {1, 2, 3}) {
+                SCOPED_TRACE(std::string(isa_name(table->isa)) + (prepared ? " prepared" : " canonical") +
+                             " threads=" + std::to_string(threads));
+                ThreadPool pool(threads);
+                std::vector<PackedWeight> pw(std::size(shapes));
+                std::vector<backend::Fp4Gemm> gemms;
+                std::vector<std::vector<bf16>> alone(std::size(shapes)), grouped(std::size(shapes));
+                for (size_t i = 0; i < std::size(shapes); ++i) {
+                    const Shape& s = shapes[i];
+                    Fp4Matrix w{packed[i].data(), scales[i].data(), s.rows, s.k};
+                    if (prepared) table->prepare_fp4(w, &pw[i], pool), w.prepared = &pw[i];
+                    const int64_t ldo = s.rows + s.pad;
+                    // the second GEMM reads the first one's activations (w1 / w3)
+                    const Fp8Acts a = i == 1 ? acts[0].all() : acts[i].all();
+                    alone[i].assign(static_cast<size_t>(std::max<int64_t>(1, a.n * ldo)), bf16{0x7fc1});
+                    grouped[i] = alone[i];
+                    table->gemm_fp4(a, w, alone[i].data(), ldo, pool);
+                    gemms.push_back({a, w, grouped[i].data(), ldo});
+                }
+                table->gemm_fp4_grouped(gemms.data(), static_cast<int64_t>(gemms.size()), pool);
+                for (size_t i = 0; i < std::size(shapes); ++i)
+                    EXPECT_EQ(0, std::memcmp(alone[i].data(), grouped[i].data(), alone[i].size() * sizeof(bf16)))
+                        << "GEMM " << i;
+            }
+}
+
 }  // namespace
 }  // namespace deepinfer::testing
 

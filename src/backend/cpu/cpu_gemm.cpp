@@ -3,6 +3,7 @@
 // thread decoding the chunk for itself so one pool dispatch covers a chunk.
 #include <algorithm>
 #include <atomic>
+#include <vector>
 
 #include "backend/cpu/drivers.h"
 #include "backend/cpu/packing.h"
@@ -67,35 +68,77 @@ struct QuantWeight {
 // Groups packed per step when a weight was not prepared (64 rows: the slab stays in L2; even: whole pairs).
 constexpr int64_t kPackGroups = 4;
 
-// bf16 results into out, or fp32 results into out_f32 when it is set (row-parallel partial sums).
-void gemm_quant(const IsaOps& ops, const Fp8Acts& a, const QuantWeight& w, bf16* out, int64_t ldo, ThreadPool& pool,
-                float* out_f32 = nullptr) {
-    DI_CHECK_MSG(a.k == w.cols && a.k % 32 == 0, "GEMM k {} vs weight cols {} (must match, multiple of 32)", a.k,
-                 w.cols);
-    if (a.n == 0 || w.rows == 0) return;
-    const int64_t groups = row_groups(w.rows), kb_count = a.k / 32;
-    const PackedWeight* pw = w.prepared && w.prepared->layout == w.layout ? w.prepared : nullptr;
-    if (pw)
-        DI_CHECK_MSG(pw->rows == w.rows && pw->cols == w.cols, "prepared weight {}x{} vs matrix {}x{}", pw->rows,
-                     pw->cols, w.rows, w.cols);
-    for (int64_t i0 = 0; i0 < a.n; i0 += kActRowChunk) {
-        const int64_t ni = std::min(kActRowChunk, a.n - i0);
-        auto setup = [&](int) {
-            ThreadScratch& s = thread_scratch();
-            s.acts.ensure(static_cast<size_t>(ni * a.k * ops.act_bytes));
-            s.act_scales.ensure(static_cast<size_t>(ni * kb_count) * sizeof(float));
-            s.gemm.ensure(static_cast<size_t>(gemm_scratch_floats(a.k)) * sizeof(float));
-            ops.decode_acts(a.codes + i0 * a.k, a.scales + i0 * kb_count, ni, a.k, s.acts.data(),
-                            s.act_scales.as<float>());
-        };
+// One quantized GEMM of a grouped call: bf16 results into out, or fp32 results into out_f32 when it is set
+// (row-parallel partial sums).
+struct QuantProblem {
+    Fp8Acts a;
+    QuantWeight w;
+    bf16* out;
+    int64_t ldo;
+    float* out_f32 = nullptr;
+};
+
+// Several GEMMs in one dispatch: every (GEMM, chunk of activation rows, chunk of row-group pairs) is a work
+// unit claimed by the pool's threads, so the threads stream the weights back to back instead of meeting at
+// the end of each GEMM (a decode step's MoE is 18 small GEMVs). Each unit computes what the single GEMM's
+// call would have for its rows: the same tasks, the same results.
+void gemm_quant(const IsaOps& ops, const std::vector<QuantProblem>& problems, ThreadPool& pool) {
+    struct Item {  // one GEMM's chunk of activation rows
+        const QuantProblem* p;
+        const PackedWeight* pw;
+        int64_t i0, ni;
+    };
+    struct Unit {
+        int64_t item, g0, g1;
+    };
+    std::vector<Item> items;
+    std::vector<Unit> units;
+    for (const QuantProblem& p : problems) {
+        const Fp8Acts& a = p.a;
+        const QuantWeight& w = p.w;
+        DI_CHECK_MSG(a.k == w.cols && a.k % 32 == 0, "GEMM k {} vs weight cols {} (must match, multiple of 32)", a.k,
+                     w.cols);
+        if (a.n == 0 || w.rows == 0) continue;
+        const PackedWeight* pw = w.prepared && w.prepared->layout == w.layout ? w.prepared : nullptr;
+        if (pw)
+            DI_CHECK_MSG(pw->rows == w.rows && pw->cols == w.cols, "prepared weight {}x{} vs matrix {}x{}", pw->rows,
+                         pw->cols, w.rows, w.cols);
+        const int64_t groups = row_groups(w.rows);
         // chunks of whole pairs of row groups: the packed layout interleaves a pair's chunks (packing.h)
         const int64_t chunk = (chunk_size(groups, pool, pw ? 2 : kPackGroups) + 1) / 2 * 2;
-        for_chunks(
-            pool, groups, chunk, setup, [&](int64_t g0, int64_t g1, int) {
-                ThreadScratch& s = thread_scratch();
+        for (int64_t i0 = 0; i0 < a.n; i0 += kActRowChunk) {
+            items.push_back({&p, pw, i0, std::min(kActRowChunk, a.n - i0)});
+            for (int64_t g0 = 0; g0 < groups; g0 += chunk)
+                units.push_back({static_cast<int64_t>(items.size()) - 1, g0, std::min(groups, g0 + chunk)});
+        }
+    }
+    if (units.empty()) return;
+    // The item whose activations each thread has decoded into its scratch (decoded once per thread and item).
+    std::vector<int64_t> decoded(static_cast<size_t>(pool.size()), -1);
+    for_chunks(
+        pool, static_cast<int64_t>(units.size()), 1, [](int) {},
+        [&](int64_t u0, int64_t u1, int thread) {
+            ThreadScratch& s = thread_scratch();
+            for (int64_t u = u0; u < u1; ++u) {
+                const Unit& unit = units[u];
+                const Item& item = items[unit.item];
+                const Fp8Acts& a = item.p->a;
+                const QuantWeight& w = item.p->w;
+                const int64_t kb_count = a.k / 32, groups = row_groups(w.rows), i0 = item.i0, ni = item.ni;
+                if (decoded[thread] != unit.item) {
+                    s.acts.ensure(static_cast<size_t>(ni * a.k * ops.act_bytes));
+                    s.act_scales.ensure(static_cast<size_t>(ni * kb_count) * sizeof(float));
+                    s.gemm.ensure(static_cast<size_t>(gemm_scratch_floats(a.k)) * sizeof(float));
+                    ops.decode_acts(a.codes + i0 * a.k, a.scales + i0 * kb_count, ni, a.k, s.acts.data(),
+                                    s.act_scales.as<float>());
+                    decoded[thread] = unit.item;
+                }
+                const int64_t ldo = item.p->ldo;
+                bf16* out = item.p->out;
+                float* out_f32 = item.p->out_f32;
                 QuantGemmTask task{s.acts.data(), s.act_scales.as<float>(), ni, a.k, nullptr, nullptr, 0, 0, nullptr,
                                    ldo,           s.gemm.as<float>()};
-                task.plain_scales = pw && pw->plain_scales;
+                task.plain_scales = item.pw && item.pw->plain_scales;
                 auto run_groups = [&](int64_t g, int64_t count, const uint8_t* codes, const uint8_t* scales) {
                     task.codes = codes;
                     task.scales = scales;
@@ -105,22 +148,22 @@ void gemm_quant(const IsaOps& ops, const Fp8Acts& a, const QuantWeight& w, bf16*
                     task.out_f32 = out_f32 ? out_f32 + i0 * ldo + g * kGroupRows : nullptr;
                     w.run(task);
                 };
-                if (pw) {
-                    const uint8_t* base = pw->data.data();
-                    run_groups(g0, g1 - g0, base + g0 * w.code_bytes_per_group,
-                               base + groups * w.code_bytes_per_group + g0 * w.scale_bytes_per_group);
-                    return;
+                if (item.pw) {
+                    const uint8_t* base = item.pw->data.data();
+                    run_groups(unit.g0, unit.g1 - unit.g0, base + unit.g0 * w.code_bytes_per_group,
+                               base + groups * w.code_bytes_per_group + unit.g0 * w.scale_bytes_per_group);
+                    continue;
                 }
                 s.pack.ensure(static_cast<size_t>(kPackGroups * (w.code_bytes_per_group + w.scale_bytes_per_group)));
                 uint8_t* codes = s.pack.data();
                 uint8_t* scales = codes + kPackGroups * w.code_bytes_per_group;
-                for (int64_t g = g0; g < g1; g += kPackGroups) {
-                    const int64_t count = std::min(kPackGroups, g1 - g);
+                for (int64_t g = unit.g0; g < unit.g1; g += kPackGroups) {
+                    const int64_t count = std::min(kPackGroups, unit.g1 - g);
                     w.pack(w.canonical, g, g + count, codes, scales);
                     run_groups(g, count, codes, scales);
                 }
-            });
-    }
+            }
+        });
 }
 
 }  // namespace
@@ -142,26 +185,39 @@ QuantWeight fp8_weight(const IsaOps& ops, const Fp8Matrix& w) {
 }  // namespace
 
 void gemm_fp8(const IsaOps& ops, const Fp8Acts& a, const Fp8Matrix& w, bf16* out, int64_t ldo, ThreadPool& pool) {
-    gemm_quant(ops, a, fp8_weight(ops, w), out, ldo, pool);
+    gemm_quant(ops, {QuantProblem{a, fp8_weight(ops, w), out, ldo}}, pool);
 }
 
 void gemm_fp8_f32(const IsaOps& ops, const Fp8Acts& a, const Fp8Matrix& w, float* out, int64_t ldo, ThreadPool& pool) {
-    gemm_quant(ops, a, fp8_weight(ops, w), nullptr, ldo, pool, out);
+    gemm_quant(ops, {QuantProblem{a, fp8_weight(ops, w), nullptr, ldo, out}}, pool);
 }
 
+namespace {
+QuantWeight fp4_weight(const IsaOps& ops, const Fp4Matrix& w) {
+    return QuantWeight{PackedLayout::kFp4R16K8,
+                       w.rows,
+                       w.cols,
+                       w.prepared,
+                       fp4_packed_code_bytes(1, w.cols),
+                       fp4_packed_scale_bytes(1, w.cols),
+                       [](const void* m, int64_t g0, int64_t g1, uint8_t* codes, uint8_t* scales) {
+                           pack_fp4_groups(*static_cast<const Fp4Matrix*>(m), g0, g1, codes, scales);
+                       },
+                       &w,
+                       ops.gemm_fp4};
+}
+}  // namespace
+
 void gemm_fp4(const IsaOps& ops, const Fp8Acts& a, const Fp4Matrix& w, bf16* out, int64_t ldo, ThreadPool& pool) {
-    QuantWeight q{PackedLayout::kFp4R16K8,
-                  w.rows,
-                  w.cols,
-                  w.prepared,
-                  fp4_packed_code_bytes(1, w.cols),
-                  fp4_packed_scale_bytes(1, w.cols),
-                  [](const void* m, int64_t g0, int64_t g1, uint8_t* codes, uint8_t* scales) {
-                      pack_fp4_groups(*static_cast<const Fp4Matrix*>(m), g0, g1, codes, scales);
-                  },
-                  &w,
-                  ops.gemm_fp4};
-    gemm_quant(ops, a, q, out, ldo, pool);
+    gemm_quant(ops, {QuantProblem{a, fp4_weight(ops, w), out, ldo}}, pool);
+}
+
+void gemm_fp4_grouped(const IsaOps& ops, const Fp4Gemm* gemms, int64_t count, ThreadPool& pool) {
+    std::vector<QuantProblem> problems;
+    problems.reserve(static_cast<size_t>(count));
+    for (int64_t i = 0; i < count; ++i)
+        problems.push_back(QuantProblem{gemms[i].a, fp4_weight(ops, gemms[i].w), gemms[i].out, gemms[i].ldo});
+    gemm_quant(ops, problems, pool);
 }
 
 namespace {

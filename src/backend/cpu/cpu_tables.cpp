@@ -41,6 +41,9 @@ struct Entries {
     static void gemm_fp4(const Fp8Acts& a, const Fp4Matrix& w, bf16* out, int64_t ldo, ThreadPool& pool) {
         cpu::gemm_fp4(Ops(), a, w, out, ldo, pool);
     }
+    static void gemm_fp4_grouped(const Fp4Gemm* gemms, int64_t count, ThreadPool& pool) {
+        cpu::gemm_fp4_grouped(Ops(), gemms, count, pool);
+    }
     static void gemm_bf16(const bf16* x, int64_t n, const Bf16Matrix& w, bf16* out, int64_t ldo, ThreadPool& pool) {
         cpu::gemm_bf16(Ops(), x, n, w, out, ldo, pool);
     }
@@ -67,6 +70,7 @@ struct Entries {
                        .gemm_fp8 = gemm_fp8,
                        .gemm_fp8_f32 = gemm_fp8_f32,
                        .gemm_fp4 = gemm_fp4,
+                       .gemm_fp4_grouped = gemm_fp4_grouped,
                        .gemm_bf16 = gemm_bf16,
                        .gemm_f32_bf16w = gemm_f32_bf16w,
                        .gemm_f32 = gemm_f32,

@@ -18,6 +18,11 @@ void prepare_fp4(const Fp4Matrix& w, PackedWeight* out, ThreadPool&) {
     out->data = AlignedBuffer();
 }
 
+// One after the other: the reference has no threading across GEMMs to gain.
+void gemm_fp4_grouped(const Fp4Gemm* gemms, int64_t count, ThreadPool& pool) {
+    for (int64_t i = 0; i < count; ++i) gemm_fp4(gemms[i].a, gemms[i].w, gemms[i].out, gemms[i].ldo, pool);
+}
+
 }  // namespace
 
 const Kernels& kernels() {
@@ -28,6 +33,7 @@ const Kernels& kernels() {
                                   .gemm_fp8 = gemm_fp8,
                                   .gemm_fp8_f32 = gemm_fp8_f32,
                                   .gemm_fp4 = gemm_fp4,
+                                  .gemm_fp4_grouped = gemm_fp4_grouped,
                                   .gemm_bf16 = gemm_bf16,
                                   .gemm_f32_bf16w = gemm_f32_bf16w,
                                   .gemm_f32 = gemm_f32,
