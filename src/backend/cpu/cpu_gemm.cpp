@@ -169,18 +169,28 @@ void gemm_quant(const IsaOps& ops, const std::vector<QuantProblem>& problems, Th
 }  // namespace
 
 namespace {
+template <class Matrix, void (*Pack)(const Matrix&, int64_t, int64_t, uint8_t*, uint8_t*)>
+QuantWeight quant_weight(PackedLayout layout, const Matrix& w, int64_t code_bytes_per_group,
+                         int64_t scale_bytes_per_group, void (*run)(const QuantGemmTask&)) {
+    return QuantWeight{layout,
+                       w.rows,
+                       w.cols,
+                       w.prepared,
+                       code_bytes_per_group,
+                       scale_bytes_per_group,
+                       [](const void* m, int64_t g0, int64_t g1, uint8_t* codes, uint8_t* scales) {
+                           Pack(*static_cast<const Matrix*>(m), g0, g1, codes, scales);
+                       },
+                       &w,
+                       run};
+}
 QuantWeight fp8_weight(const IsaOps& ops, const Fp8Matrix& w) {
-    return QuantWeight{PackedLayout::kFp8R16K4,
-                  w.rows,
-                  w.cols,
-                  w.prepared,
-                  fp8_packed_code_bytes(1, w.cols),
-                  fp8_packed_scale_bytes(1, w.cols),
-                  [](const void* m, int64_t g0, int64_t g1, uint8_t* codes, uint8_t* scales) {
-                      pack_fp8_groups(*static_cast<const Fp8Matrix*>(m), g0, g1, codes, scales);
-                  },
-                  &w,
-                  ops.gemm_fp8};
+    return quant_weight<Fp8Matrix, pack_fp8_groups>(PackedLayout::kFp8R16K4, w, fp8_packed_code_bytes(1, w.cols),
+                                                    fp8_packed_scale_bytes(1, w.cols), ops.gemm_fp8);
+}
+QuantWeight fp4_weight(const IsaOps& ops, const Fp4Matrix& w) {
+    return quant_weight<Fp4Matrix, pack_fp4_groups>(PackedLayout::kFp4R16K8, w, fp4_packed_code_bytes(1, w.cols),
+                                                    fp4_packed_scale_bytes(1, w.cols), ops.gemm_fp4);
 }
 }  // namespace
 
@@ -191,22 +201,6 @@ void gemm_fp8(const IsaOps& ops, const Fp8Acts& a, const Fp8Matrix& w, bf16* out
 void gemm_fp8_f32(const IsaOps& ops, const Fp8Acts& a, const Fp8Matrix& w, float* out, int64_t ldo, ThreadPool& pool) {
     gemm_quant(ops, {QuantProblem{a, fp8_weight(ops, w), nullptr, ldo, out}}, pool);
 }
-
-namespace {
-QuantWeight fp4_weight(const IsaOps& ops, const Fp4Matrix& w) {
-    return QuantWeight{PackedLayout::kFp4R16K8,
-                       w.rows,
-                       w.cols,
-                       w.prepared,
-                       fp4_packed_code_bytes(1, w.cols),
-                       fp4_packed_scale_bytes(1, w.cols),
-                       [](const void* m, int64_t g0, int64_t g1, uint8_t* codes, uint8_t* scales) {
-                           pack_fp4_groups(*static_cast<const Fp4Matrix*>(m), g0, g1, codes, scales);
-                       },
-                       &w,
-                       ops.gemm_fp4};
-}
-}  // namespace
 
 void gemm_fp4(const IsaOps& ops, const Fp8Acts& a, const Fp4Matrix& w, bf16* out, int64_t ldo, ThreadPool& pool) {
     gemm_quant(ops, {QuantProblem{a, fp4_weight(ops, w), out, ldo}}, pool);
