@@ -82,7 +82,7 @@ struct QuantProblem {
 // unit claimed by the pool's threads, so the threads stream the weights back to back instead of meeting at
 // the end of each GEMM (a decode step's MoE is 18 small GEMVs). Each unit computes what the single GEMM's
 // call would have for its rows: the same tasks, the same results.
-void gemm_quant(const IsaOps& ops, const std::vector<QuantProblem>& problems, ThreadPool& pool) {
+void gemm_quant(const IsaOps& ops, const QuantProblem* problems, size_t count, ThreadPool& pool) {
     struct Item {  // one GEMM's chunk of activation rows
         const QuantProblem* p;
         const PackedWeight* pw;
@@ -91,9 +91,22 @@ void gemm_quant(const IsaOps& ops, const std::vector<QuantProblem>& problems, Th
     struct Unit {
         int64_t item, g0, g1;
     };
-    std::vector<Item> items;
-    std::vector<Unit> units;
-    for (const QuantProblem& p : problems) {
+    // The work lists live in the calling thread's storage, kept between calls (a decode step makes ~50 GEMM
+    // calls a layer). Bound to references here: inside the lambda below a thread_local's name would denote
+    // the pool thread's own instance.
+    struct Lists {
+        std::vector<Item> items;
+        std::vector<Unit> units;
+        std::vector<int64_t> decoded;
+    };
+    thread_local Lists lists;
+    std::vector<Item>& items = lists.items;
+    std::vector<Unit>& units = lists.units;
+    std::vector<int64_t>& decoded = lists.decoded;
+    items.clear();
+    units.clear();
+    for (size_t q = 0; q < count; ++q) {
+        const QuantProblem& p = problems[q];
         const Fp8Acts& a = p.a;
         const QuantWeight& w = p.w;
         DI_CHECK_MSG(a.k == w.cols && a.k % 32 == 0, "GEMM k {} vs weight cols {} (must match, multiple of 32)", a.k,
@@ -114,7 +127,7 @@ void gemm_quant(const IsaOps& ops, const std::vector<QuantProblem>& problems, Th
     }
     if (units.empty()) return;
     // The item whose activations each thread has decoded into its scratch (decoded once per thread and item).
-    std::vector<int64_t> decoded(static_cast<size_t>(pool.size()), -1);
+    decoded.assign(static_cast<size_t>(pool.size()), -1);
     for_chunks(
         pool, static_cast<int64_t>(units.size()), 1, [](int) {},
         [&](int64_t u0, int64_t u1, int thread) {
@@ -195,15 +208,18 @@ QuantWeight fp4_weight(const IsaOps& ops, const Fp4Matrix& w) {
 }  // namespace
 
 void gemm_fp8(const IsaOps& ops, const Fp8Acts& a, const Fp8Matrix& w, bf16* out, int64_t ldo, ThreadPool& pool) {
-    gemm_quant(ops, {QuantProblem{a, fp8_weight(ops, w), out, ldo}}, pool);
+    const QuantProblem p{a, fp8_weight(ops, w), out, ldo};
+    gemm_quant(ops, &p, 1, pool);
 }
 
 void gemm_fp8_f32(const IsaOps& ops, const Fp8Acts& a, const Fp8Matrix& w, float* out, int64_t ldo, ThreadPool& pool) {
-    gemm_quant(ops, {QuantProblem{a, fp8_weight(ops, w), nullptr, ldo, out}}, pool);
+    const QuantProblem p{a, fp8_weight(ops, w), nullptr, ldo, out};
+    gemm_quant(ops, &p, 1, pool);
 }
 
 void gemm_fp4(const IsaOps& ops, const Fp8Acts& a, const Fp4Matrix& w, bf16* out, int64_t ldo, ThreadPool& pool) {
-    gemm_quant(ops, {QuantProblem{a, fp4_weight(ops, w), out, ldo}}, pool);
+    const QuantProblem p{a, fp4_weight(ops, w), out, ldo};
+    gemm_quant(ops, &p, 1, pool);
 }
 
 void gemm_fp4_grouped(const IsaOps& ops, const Fp4Gemm* gemms, int64_t count, ThreadPool& pool) {
@@ -211,7 +227,7 @@ void gemm_fp4_grouped(const IsaOps& ops, const Fp4Gemm* gemms, int64_t count, Th
     problems.reserve(static_cast<size_t>(count));
     for (int64_t i = 0; i < count; ++i)
         problems.push_back(QuantProblem{gemms[i].a, fp4_weight(ops, gemms[i].w), gemms[i].out, gemms[i].ldo});
-    gemm_quant(ops, problems, pool);
+    gemm_quant(ops, problems.data(), problems.size(), pool);
 }
 
 namespace {
