@@ -16,9 +16,10 @@
 //          [16g + r][32kb + 8c + 2q + e]. Shifting the words by 4q and looking the low 5 bits up in a
 //          32-entry table gives, in dword lane r, the bf16 column pair (8c + 2q, 8c + 2q + 1) of row r.
 //   scales [G][KB][16] bytes = scale[16g + r][kb], after all codes.
-// Row groups are stored in pairs (packed_group in x86/isa_ops.h): block kb of pair p holds the 64-byte chunks
-// of groups 2p and 2p + 1 alternately (chunk c of group 2p + e at 128 c + 64 e), and the scales likewise
-// (group 2p's scales of the block, then group 2p + 1's); a trailing odd group is alone. A decode kernel
+// The [G][KB][chunk] orders above are each group's logical order. In memory, row groups are stored in pairs
+// (packed_group in x86/isa_ops.h): codes [G/2][KB][chunk][2 groups][64 bytes] -- block kb of pair p holds the
+// chunks of groups 2p and 2p + 1 alternately (chunk c of group 2p + e at 128 c + 64 e) -- and scales
+// [G/2][KB][2 groups][1 or 16 bytes]; a trailing odd group is alone ([KB][chunk][64 bytes]). A decode kernel
 // runs both groups of a pair (two independent accumulation chains) and so reads one sequential code stream
 // and one scale stream instead of four. Streamed from memory at n = 1 (A/B alternating in one process), that
 // gained 10-14% on wq_b and expert w2 (short rows: a group's stream was 18-20 KB), 5-7% on expert w1, 0-4%
