@@ -63,18 +63,31 @@ void check_tables(const Shape& s, const Fp8Acts& a, const Matrix& w, Gemm gemm, 
             }
 }
 
+// check_tables for gemm_fp8 / gemm_fp4 with their prepare entries.
+void check_fp8(const Shape& s, const Fp8Acts& a, const Fp8Matrix& w) {
+    check_tables(
+        s, a, w,
+        [](const Kernels& k, const Fp8Acts& x, const Fp8Matrix& m, bf16* o, int64_t ldo, ThreadPool& p) {
+            k.gemm_fp8(x, m, o, ldo, p);
+        },
+        [](const Kernels& k, const Fp8Matrix& m, PackedWeight* pw, ThreadPool& p) { k.prepare_fp8(m, pw, p); });
+}
+void check_fp4(const Shape& s, const Fp8Acts& a, const Fp4Matrix& w) {
+    check_tables(
+        s, a, w,
+        [](const Kernels& k, const Fp8Acts& x, const Fp4Matrix& m, bf16* o, int64_t ldo, ThreadPool& p) {
+            k.gemm_fp4(x, m, o, ldo, p);
+        },
+        [](const Kernels& k, const Fp4Matrix& m, PackedWeight* pw, ThreadPool& p) { k.prepare_fp4(m, pw, p); });
+}
+
 void run_fp8(const Shape& s, uint64_t seed) {
     Inputs in(seed);
     QuantizedActs acts(in, s.n, s.k);
     const int64_t scale_rows = (s.rows + 31) / 32, scale_cols = s.k / 32;
     std::vector<uint8_t> codes = in.e4m3_codes(s.rows * s.k), scales = in.bytes(scale_rows * scale_cols, 112, 134);
     Fp8Matrix w{codes.data(), scales.data(), s.rows, s.k};
-    check_tables(
-        s, acts.all(), w,
-        [](const Kernels& k, const Fp8Acts& a, const Fp8Matrix& m, bf16* o, int64_t ldo, ThreadPool& p) {
-            k.gemm_fp8(a, m, o, ldo, p);
-        },
-        [](const Kernels& k, const Fp8Matrix& m, PackedWeight* pw, ThreadPool& p) { k.prepare_fp8(m, pw, p); });
+    check_fp8(s, acts.all(), w);
 }
 
 void run_fp4(const Shape& s, uint64_t seed) {
@@ -82,12 +95,7 @@ void run_fp4(const Shape& s, uint64_t seed) {
     QuantizedActs acts(in, s.n, s.k);
     std::vector<uint8_t> packed = in.bytes(s.rows * s.k / 2), scales = in.bytes(s.rows * s.k / 32, 112, 134);
     Fp4Matrix w{packed.data(), scales.data(), s.rows, s.k};
-    check_tables(
-        s, acts.all(), w,
-        [](const Kernels& k, const Fp8Acts& a, const Fp4Matrix& m, bf16* o, int64_t ldo, ThreadPool& p) {
-            k.gemm_fp4(a, m, o, ldo, p);
-        },
-        [](const Kernels& k, const Fp4Matrix& m, PackedWeight* pw, ThreadPool& p) { k.prepare_fp4(m, pw, p); });
+    check_fp4(s, acts.all(), w);
 }
 
 // Odd n, rows not a multiple of 16 or 32, k = 32, activation chunks (64 rows) crossed, strided output.
@@ -127,12 +135,7 @@ TEST(GemmFp8, NanPropagates) {
     std::vector<uint8_t> codes = in.e4m3_codes(s.rows * s.k), scales = in.bytes(2 * 2, 120, 130);
     codes[17 * s.k + 40] = 0xff;  // weight row 17
     Fp8Matrix w{codes.data(), scales.data(), s.rows, s.k};
-    check_tables(
-        s, acts.all(), w,
-        [](const Kernels& k, const Fp8Acts& a, const Fp8Matrix& m, bf16* o, int64_t ldo, ThreadPool& p) {
-            k.gemm_fp8(a, m, o, ldo, p);
-        },
-        [](const Kernels& k, const Fp8Matrix& m, PackedWeight* pw, ThreadPool& p) { k.prepare_fp8(m, pw, p); });
+    check_fp8(s, acts.all(), w);
 }
 
 // MXFP4 scale codes 0 (2^-127) and 255 (NaN) give the reference's results; prepared weights carry them on
@@ -158,12 +161,7 @@ TEST(GemmFp4, ExtremeScaleCodes) {
         table->prepare_fp4(w, &pw, pool);
         EXPECT_FALSE(pw.plain_scales) << isa_name(table->isa);
     }
-    check_tables(
-        s, acts.all(), w,
-        [](const Kernels& k, const Fp8Acts& a, const Fp4Matrix& m, bf16* o, int64_t ldo, ThreadPool& p) {
-            k.gemm_fp4(a, m, o, ldo, p);
-        },
-        [](const Kernels& k, const Fp4Matrix& m, PackedWeight* pw, ThreadPool& p) { k.prepare_fp4(m, pw, p); });
+    check_fp4(s, acts.all(), w);
 }
 
 // gemm_fp4_grouped gives, for every GEMM of the group, exactly what gemm_fp4 gives on its own (every table,
