@@ -191,6 +191,17 @@ void add_fp8(std::vector<Bench>& out, const std::string& name, int64_t rows, int
         });
 }
 
+// An fp8 weight against bf16 activations as they are (wo_a, gemm_fp8_bf16x).
+void add_fp8_bf16x(std::vector<Bench>& out, const std::string& name, int64_t rows, int64_t cols, const Kernels& k,
+                   ThreadPool& pool, const Inputs& in, bf16* y, const Options& o, double total) {
+    add_quant<backend::Fp8Matrix>(
+        out, "gemm_fp8_bf16x", name, rows, cols, rows * cols, ((rows + 31) / 32) * (cols / 32), 3, o, total, pool,
+        [&](const backend::Fp8Matrix& m, backend::PackedWeight* pw) { k.prepare_fp8(m, pw, pool); },
+        [&k, &pool, &in, y](const backend::Fp8Matrix& m, int64_t n) {
+            k.gemm_fp8_bf16x(in.xb.data(), n, m, y, m.rows, pool);
+        });
+}
+
 void add_fp4(std::vector<Bench>& out, const std::string& name, int64_t rows, int64_t cols, const Kernels& k,
              ThreadPool& pool, const Inputs& in, bf16* y, const Options& o, double total) {
     add_quant<backend::Fp4Matrix>(
@@ -333,6 +344,10 @@ int run_bench(const Options& o) {
          [&](auto& v) { add_fp8(v, "wo_b", 5120, 8192, kernels, pool, in, y.as<bf16>(), o, total); }},
         {"gemm_f32_bf16w", "head",
          [&](auto& v) { add_bf16(v, "head", 129280, 5120, true, kernels, pool, in, y.data(), o, total); }},
+        {"gemm_fp8_bf16x", "wo_a",
+         [&](auto& v) { add_fp8_bf16x(v, "wo_a", 8192, 4096, kernels, pool, in, y.as<bf16>(), o, total); }},
+        // the same shape as a bf16 weight: the model's wo_a before it was kept in fp8, and the bf16 GEMM of
+        // the indexer and compressor
         {"gemm_bf16", "wo_a",
          [&](auto& v) { add_bf16(v, "wo_a", 8192, 4096, false, kernels, pool, in, y.data(), o, total); }},
     };

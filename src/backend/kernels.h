@@ -85,6 +85,11 @@ struct Kernels {
     // gemm_fp8 without the final bf16 rounding: fp32 out (row-parallel partial sums under TP). May be null in
     // a SIMD table; ops falls back to the scalar reference then.
     void (*gemm_fp8_f32)(const Fp8Acts& a, const Fp8Matrix& w, float* out, int64_t ldo, ThreadPool& pool);
+    // An fp8 weight against bf16 activations as they are (no act_quant): out[i, j] = bf16( sum_kb (sum_{k in
+    // kb} x[i,k] w[j,k]) * sw[j/32,kb] ), K blocks in order. Each product is exact, so this is the bf16 GEMM
+    // on the weight dequantized to bf16 (wo_a, spec §3.4 step 4, §5.3.7) but for the order of the fp32
+    // sums (docs/numerics.md), read from the fp8 weight: half the bytes.
+    void (*gemm_fp8_bf16x)(const bf16* x, int64_t n, const Fp8Matrix& w, bf16* out, int64_t ldo, ThreadPool& pool);
     // Same with MXFP4 weights and per-row 1x32 weight scales (spec §4.3 fp4_gemm).
     void (*gemm_fp4)(const Fp8Acts& a, const Fp4Matrix& w, bf16* out, int64_t ldo, ThreadPool& pool);
     // Several gemm_fp4 in one call (a step's routed experts: every selected expert's w1 and w3, then the w2s),

@@ -92,7 +92,7 @@ class Model {
     template <typename T>
     void tp_column_parallel(int64_t n, int64_t total, const std::function<void(T*)>& compute_mine, T* out,
                             const char* what);
-    // Grouped low-rank output of the local heads (wo_a bf16 per group, then wo_b, summed over TP).
+    // Grouped low-rank output of the local heads (wo_a per group from its fp8 codes, then wo_b, summed over TP).
     void output_projection(const BlockWeights& w, const bf16* o, int64_t n, bf16* out);
 
     ModelConfig config_;

@@ -118,8 +118,7 @@ void Model::output_projection(const BlockWeights& w, const bf16* o, int64_t n, b
     for (int g = 0; g < G; ++g) {
         for (int64_t i = 0; i < n; ++i)
             std::copy(o + i * G * Kg + g * Kg, o + i * G * Kg + (g + 1) * Kg, group_in.begin() + i * Kg);
-        backend::Bf16Matrix wg{w.wo_a.data + static_cast<int64_t>(g) * R * Kg, R, Kg};
-        ops::linear_bf16(group_in.data(), n, wg, group_out.data());
+        ops::linear_fp8_bf16x(group_in.data(), n, w.wo_a[g], group_out.data());
         for (int64_t i = 0; i < n; ++i)
             std::copy(group_out.begin() + i * R, group_out.begin() + (i + 1) * R, low_rank.begin() + i * G * R + g * R);
     }

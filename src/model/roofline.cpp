@@ -22,9 +22,7 @@ BlockTraffic decode_traffic(const ModelConfig& c, int block, int64_t context, in
         const std::string& r = s.role;
         if (r.rfind("ffn.experts.", 0) == 0) bytes *= distinct / E / ep;  // per rank: its share of the selected experts
         else if (r == "engram.embed" || r == "engram.embed.scale") bytes = 0;  // rows gathered below
-        else if (r == "attn.wo_a") bytes = bytes * 2 / tp;                    // dequantized to bf16 at load
-        else if (r == "attn.wo_a.scale") bytes = 0;
-        else if (r.rfind("attn.wq_b", 0) == 0 || r.rfind("attn.wo_b", 0) == 0 || r == "attn.attn_sink") bytes /= tp;
+        else if (r.rfind("attn.wq_b", 0) == 0 || r.rfind("attn.wo_a", 0) == 0 || r.rfind("attn.wo_b", 0) == 0 || r == "attn.attn_sink") bytes /= tp;
         else if (r.rfind("ffn.shared_experts.", 0) == 0 && shard_shared_expert(c.moe_intermediate_size, tp)) bytes /= tp;
         else if (r.rfind("engram.wkv", 0) == 0 && shard_rows_evenly(int64_t{c.hidden_size} * (c.hc_mult + 1), tp))
             bytes /= tp;

@@ -1,4 +1,5 @@
-// Binding checkpoint tensors to BlockWeights; wo_a dequantized to bf16 (spec §3.4 step 4).
+// Binding checkpoint tensors to BlockWeights; wo_a kept in fp8 per output group (spec §3.4 step 4: its bf16
+// dequantization is exact, and ops::linear_fp8_bf16x computes on it from the codes).
 #include "model/weights.h"
 
 #include <fmt/format.h>
@@ -77,22 +78,6 @@ Fp8Matrix fp8_columns(const Fp8Matrix& m, int64_t c0, int64_t n, std::vector<std
     return {c, owned->back().data(), m.rows, n};
 }
 
-// W[o, i] = bf16(e4m3(q[o, i]) * 2^(s[o/32, i/32] - 127)), the product in fp32 (convert.py), rows [r0, r0+n).
-std::vector<bf16> dequantize_fp8(const Fp8Matrix& m, int64_t r0, int64_t n) {
-    std::vector<bf16> out(static_cast<size_t>(n * m.cols));
-    const int64_t scale_cols = (m.cols + 31) / 32;
-    ThreadPool::global().parallel_for(static_cast<size_t>(n), [&](size_t b, size_t e, int) {
-        for (size_t local = b; local < e; ++local) {
-            const int64_t o = r0 + static_cast<int64_t>(local);
-            for (int64_t i = 0; i < m.cols; ++i) {
-                float s = e8m0_to_float(m.scales[(o / 32) * scale_cols + i / 32]);
-                out[local * m.cols + i] = float_to_bf16(e4m3_to_float(m.codes[o * m.cols + i]) * s);
-            }
-        }
-    });
-    return out;
-}
-
 }  // namespace
 
 Expected<std::unique_ptr<ModelWeights>> bind_weights(const ModelConfig& c, std::unique_ptr<loader::TensorStore> store,
@@ -135,9 +120,9 @@ Expected<std::unique_ptr<ModelWeights>> bind_weights(const ModelConfig& c, std::
         B.wo_b = bind.fp8(P + ".attn.wo_b");
         if (plan.tp_size > 1)
             B.wo_b = fp8_columns(B.wo_b, plan.tp_rank * local_groups * R, local_groups * R, &w->owned_bytes);
-        Fp8Matrix wo_a = bind.fp8(P + ".attn.wo_a");
-        w->owned.push_back(dequantize_fp8(wo_a, plan.tp_rank * local_groups * R, local_groups * R));
-        B.wo_a = {w->owned.back().data(), local_groups * R, wo_a.cols};
+        const Fp8Matrix wo_a = bind.fp8(P + ".attn.wo_a");
+        for (int g = 0; g < local_groups; ++g)
+            B.wo_a.push_back(fp8_rows(wo_a, (static_cast<int64_t>(plan.tp_rank) * local_groups + g) * R, R));
         if (role.kv_source) {
             B.compressor_wkv = bind.bf16m(P + ".attn.compressor.wkv.weight");
             if (role.compress_ratio > 1) B.compressor_wgate = bind.bf16m(P + ".attn.compressor.wgate.weight");
@@ -239,6 +224,7 @@ void prepare_for_kernels(ModelWeights& w) {
         for (Fp8Matrix* m : {&b.wq_a, &b.wq_b, &b.wkv, &b.wo_b, &b.indexer_wq_b, &b.shared_w1, &b.shared_w2,
                              &b.shared_w3, &b.engram_wkv, &b.main_proj})
             fp8(*m);
+        for (Fp8Matrix& m : b.wo_a) fp8(m);
         for (int e = b.expert_begin; e < b.expert_end; ++e) {
             fp4(b.experts[e].w1);
             fp4(b.experts[e].w2);

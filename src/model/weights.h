@@ -1,6 +1,5 @@
 // Model weights bound from a checkpoint: pointers into the mmap'd safetensors where the format is used
-// as stored (fp8 / MXFP4 / bf16 / f32), plus the few load-time transforms of spec §3.4 (wo_a
-// dequantized to bf16). Every tensor is checked by the census before binding.
+// as stored (fp8 / MXFP4 / bf16 / f32), plus the few load-time transforms of spec §3.4. Every tensor is checked by the census before binding.
 #pragma once
 
 #include <memory>
@@ -37,7 +36,10 @@ struct BlockWeights {
     const bf16* q_norm = nullptr;      // [q_lora]
     const bf16* kv_norm = nullptr;     // [head_dim]
     Fp8Matrix wq_a, wq_b, wkv, wo_b;
-    Bf16Matrix wo_a;                   // [groups*o_lora, heads*head_dim/groups], dequantized at load
+    // wo_a [groups*o_lora, heads*head_dim/groups] as stored, one view per local group g: rows [g*o_lora,
+    // (g+1)*o_lora). Applied by ops::linear_fp8_bf16x: the spec's bf16 einsum on the dequantized weight
+    // (spec §3.4 step 4, §5.3.7) from the fp8 codes, half the bytes of the bf16 copy.
+    std::vector<Fp8Matrix> wo_a;
     // compressor + index keys (kv sources)
     Bf16Matrix compressor_wkv, compressor_wgate;  // [head_dim, hidden]; wgate only for ratio 2
     const bf16* compressor_norm = nullptr;        // [head_dim]
@@ -76,7 +78,6 @@ struct ModelWeights {
     int64_t head_row_begin = 0;   // first vocabulary id of this rank's head rows
     const bf16* norm = nullptr;   // [hidden]
     std::vector<BlockWeights> blocks;
-    std::vector<std::vector<bf16>> owned;           // load-time transformed tensors (wo_a)
     std::vector<std::vector<uint8_t>> owned_bytes;  // repacked shards (wo_b column slices under TP)
     std::unique_ptr<loader::TensorStore> store;
     std::vector<std::unique_ptr<dist::SharedRegion>> shared;  // Engram tables shared by the host's ranks

@@ -39,6 +39,12 @@ void linear_fp8_f32(const bf16* x, int64_t n, const Fp8Matrix& w, float* y) {
     (k.gemm_fp8_f32 ? k.gemm_fp8_f32 : backend::ref::kernels().gemm_fp8_f32)(a, w, y, w.rows, ThreadPool::global());
 }
 
+void linear_fp8_bf16x(const bf16* x, int64_t n, const Fp8Matrix& w, bf16* y) {
+    if (n == 0) return;
+    DI_CHECK_MSG(w.cols % 32 == 0, "fp8 weight of {} columns: needs a multiple of 32", w.cols);
+    backend::active_kernels().gemm_fp8_bf16x(x, n, w, y, w.rows, ThreadPool::global());
+}
+
 void linear_fp4(const bf16* x, int64_t n, const Fp4Matrix& w, bf16* y) {
     if (n == 0) return;
     auto a = quantize(x, n, w.cols);

@@ -97,8 +97,9 @@ TEST(GemmBf16, Shapes) {
     for (const Shape& s : kShapes) run_bf16(s, seed++);
 }
 
-// wo_a (bf16 after conversion, one group of 1024 rows per call in the model; the whole matrix here),
-// indexer weights_proj and wk, ratio-1 compressor wkv (spec §3.4).
+// wo_a's shape as the spec defines it (a bf16 GEMM on the dequantized weight; the model computes it from the fp8
+// codes with gemm_fp8_bf16x, tests/ops/gemm_quant_test.cpp), indexer weights_proj and wk, ratio-1 compressor wkv
+// (spec §3.4).
 TEST(GemmBf16, ReleasedShapes) {
     run_bf16({1, 8192, 4096, 0}, 1);
     run_bf16({3, 32, 5120, 0}, 2);

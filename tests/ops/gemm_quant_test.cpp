@@ -90,6 +90,24 @@ void run_fp8(const Shape& s, uint64_t seed) {
     check_fp8(s, acts.all(), w);
 }
 
+// check_tables for gemm_fp8_bf16x: bf16 activations x [s.n, s.k] as they are.
+void check_fp8_bf16x(const Shape& s, const std::vector<bf16>& x, const Fp8Matrix& w) {
+    check_tables(
+        s, Fp8Acts{nullptr, nullptr, s.n, s.k}, w,
+        [&x](const Kernels& k, const Fp8Acts& a, const Fp8Matrix& m, bf16* o, int64_t ldo, ThreadPool& p) {
+            k.gemm_fp8_bf16x(x.data(), a.n, m, o, ldo, p);
+        },
+        [](const Kernels& k, const Fp8Matrix& m, PackedWeight* pw, ThreadPool& p) { k.prepare_fp8(m, pw, p); });
+}
+
+void run_fp8_bf16x(const Shape& s, uint64_t seed) {
+    Inputs in(seed);
+    std::vector<bf16> x = in.bf16s(s.n * s.k, -3.0f, 3.0f);
+    std::vector<uint8_t> codes = in.e4m3_codes(s.rows * s.k), scales = in.bytes(((s.rows + 31) / 32) * (s.k / 32), 112, 134);
+    Fp8Matrix w{codes.data(), scales.data(), s.rows, s.k};
+    check_fp8_bf16x(s, x, w);
+}
+
 void run_fp4(const Shape& s, uint64_t seed) {
     Inputs in(seed);
     QuantizedActs acts(in, s.n, s.k);
@@ -111,6 +129,42 @@ TEST(GemmFp8, SmallShapes) {
 TEST(GemmFp4, SmallShapes) {
     uint64_t seed = 200;
     for (const Shape& s : kSmallShapes) run_fp4(s, seed++);
+}
+
+TEST(GemmFp8Bf16x, SmallShapes) {
+    uint64_t seed = 150;
+    for (const Shape& s : kSmallShapes) run_fp8_bf16x(s, seed++);
+}
+
+// One wo_a group (1024 x 4096, spec §5.3.7) at decode batch sizes.
+TEST(GemmFp8Bf16x, ReleasedShapes) {
+    run_fp8_bf16x({1, 1024, 4096, 0}, 10);
+    run_fp8_bf16x({5, 1024, 4096, 0}, 11);
+}
+
+// The spec's wo_a is a bf16 GEMM on the weight dequantized to bf16 (spec §3.4 step 4). gemm_fp8_bf16x
+// computes the same exact products from the fp8 codes and only sums them in another order (per 32-column
+// block, then the blocks): the reference kernels of the two agree to a bf16 rounding at most, on few outputs.
+TEST(GemmFp8Bf16x, IsTheBf16GemmOnTheDequantizedWeight) {
+    Inputs in(12);
+    const Shape s{4, 256, 4096, 0};
+    std::vector<bf16> x = in.bf16s(s.n * s.k, -3.0f, 3.0f);
+    std::vector<uint8_t> codes = in.e4m3_codes(s.rows * s.k), scales = in.bytes((s.rows / 32) * (s.k / 32), 112, 134);
+    std::vector<bf16> dequantized(s.rows * s.k);
+    for (int64_t j = 0; j < s.rows; ++j)
+        for (int64_t c = 0; c < s.k; ++c)
+            dequantized[j * s.k + c] = float_to_bf16(e4m3_to_float(codes[j * s.k + c]) *
+                                                     e8m0_to_float(scales[(j / 32) * (s.k / 32) + c / 32]));
+    ThreadPool pool(2);
+    const Kernels& ref = backend::ref::kernels();
+    std::vector<bf16> from_fp8(s.n * s.rows), from_bf16(s.n * s.rows);
+    ref.gemm_fp8_bf16x(x.data(), s.n, Fp8Matrix{codes.data(), scales.data(), s.rows, s.k}, from_fp8.data(), s.rows, pool);
+    ref.gemm_bf16(x.data(), s.n, backend::Bf16Matrix{dequantized.data(), s.rows, s.k}, from_bf16.data(), s.rows, pool);
+    const UlpStats stats = compare_bf16(from_bf16.data(), s.rows, from_fp8.data(), s.rows, s.n, s.rows);
+    std::printf("  fp8 codes vs dequantized bf16 weight: %lld of %lld outputs differ (max %lld ulp)\n",
+                static_cast<long long>(stats.mismatches), static_cast<long long>(stats.count),
+                static_cast<long long>(stats.worst));
+    EXPECT_EQ(check_ulps(stats, UlpBudget{1, 0.05}), "");
 }
 
 // wq_b, wo_b, wq_a / shared expert w1 (spec §3.3) at decode batch sizes.

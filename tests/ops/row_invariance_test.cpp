@@ -116,6 +116,30 @@ TEST(RowInvariance, GemmFp8) {
         }
 }
 
+TEST(RowInvariance, GemmFp8Bf16x) {
+    for (int64_t rows : {48, 129})
+        for (int64_t k : {64, 544}) {
+            Inputs in(rows * 1000 + k + 2);
+            std::vector<bf16> x = in.bf16s(kRows * k, -3.0f, 3.0f);
+            const int64_t scale_rows = (rows + 31) / 32;
+            std::vector<uint8_t> codes = in.e4m3_codes(rows * k), scales = in.bytes(scale_rows * (k / 32), 112, 134);
+            const Fp8Matrix w{codes.data(), scales.data(), rows, k};
+            for (bool prepared : {false, true})
+                check_windows<bf16>(
+                    fmt::format("gemm_fp8_bf16x rows={} k={} {}", rows, k, prepared ? "prepared" : "canonical"), rows,
+                    [&](const Kernels& t, int64_t s, int64_t n, int th, bf16* out) {
+                        ThreadPool pool(th);
+                        PackedWeight packed;
+                        Fp8Matrix wt = w;
+                        if (prepared) {
+                            t.prepare_fp8(w, &packed, pool);
+                            wt.prepared = &packed;
+                        }
+                        t.gemm_fp8_bf16x(x.data() + s * k, n, wt, out, rows, pool);
+                    });
+        }
+}
+
 TEST(RowInvariance, GemmFp4) {
     for (int64_t rows : {48, 129})
         for (int64_t k : {64, 544}) {

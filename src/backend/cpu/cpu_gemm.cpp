@@ -3,6 +3,7 @@
 // thread decoding the chunk for itself so one pool dispatch covers a chunk.
 #include <algorithm>
 #include <atomic>
+#include <cstring>
 #include <vector>
 
 #include "backend/cpu/drivers.h"
@@ -76,7 +77,21 @@ struct QuantProblem {
     bf16* out;
     int64_t ldo;
     float* out_f32 = nullptr;
+    // When set: bf16 activations [a.n, a.k] taken as they are, with unit scales (a.codes / a.scales unused).
+    const bf16* x = nullptr;
 };
+
+// bf16 rows in the form the ISA's quantized GEMMs read (IsaOps::act_bytes: bf16 as is, or fp32, exact), with
+// unit block scales.
+void load_bf16_acts(const IsaOps& ops, const bf16* x, int64_t n, int64_t k, void* values, float* act_scales) {
+    if (ops.act_bytes == 2) {
+        std::memcpy(values, x, static_cast<size_t>(n * k) * sizeof(bf16));
+    } else {
+        auto* out = static_cast<float*>(values);
+        for (int64_t i = 0; i < n * k; ++i) out[i] = bf16_to_float(x[i]);
+    }
+    std::fill(act_scales, act_scales + n * (k / 32), 1.0f);
+}
 
 // Several GEMMs in one dispatch: every (GEMM, chunk of activation rows, chunk of row-group pairs) is a work
 // unit claimed by the pool's threads, so the threads stream the weights back to back instead of meeting at
@@ -142,8 +157,11 @@ void gemm_quant(const IsaOps& ops, const QuantProblem* problems, size_t count, T
                     s.acts.ensure(static_cast<size_t>(ni * a.k * ops.act_bytes));
                     s.act_scales.ensure(static_cast<size_t>(ni * kb_count) * sizeof(float));
                     s.gemm.ensure(static_cast<size_t>(gemm_scratch_floats(a.k)) * sizeof(float));
-                    ops.decode_acts(a.codes + i0 * a.k, a.scales + i0 * kb_count, ni, a.k, s.acts.data(),
-                                    s.act_scales.as<float>());
+                    if (item.p->x)
+                        load_bf16_acts(ops, item.p->x + i0 * a.k, ni, a.k, s.acts.data(), s.act_scales.as<float>());
+                    else
+                        ops.decode_acts(a.codes + i0 * a.k, a.scales + i0 * kb_count, ni, a.k, s.acts.data(),
+                                        s.act_scales.as<float>());
                     decoded[thread] = unit.item;
                 }
                 const int64_t ldo = item.p->ldo;
@@ -214,6 +232,13 @@ void gemm_fp8(const IsaOps& ops, const Fp8Acts& a, const Fp8Matrix& w, bf16* out
 
 void gemm_fp8_f32(const IsaOps& ops, const Fp8Acts& a, const Fp8Matrix& w, float* out, int64_t ldo, ThreadPool& pool) {
     const QuantProblem p{a, fp8_weight(ops, w), nullptr, ldo, out};
+    gemm_quant(ops, &p, 1, pool);
+}
+
+void gemm_fp8_bf16x(const IsaOps& ops, const bf16* x, int64_t n, const Fp8Matrix& w, bf16* out, int64_t ldo,
+                    ThreadPool& pool) {
+    QuantProblem p{Fp8Acts{nullptr, nullptr, n, w.cols}, fp8_weight(ops, w), out, ldo};
+    p.x = x;
     gemm_quant(ops, &p, 1, pool);
 }
 

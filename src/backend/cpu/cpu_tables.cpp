@@ -38,6 +38,10 @@ struct Entries {
     static void gemm_fp8_f32(const Fp8Acts& a, const Fp8Matrix& w, float* out, int64_t ldo, ThreadPool& pool) {
         cpu::gemm_fp8_f32(Ops(), a, w, out, ldo, pool);
     }
+    static void gemm_fp8_bf16x(const bf16* x, int64_t n, const Fp8Matrix& w, bf16* out, int64_t ldo,
+                               ThreadPool& pool) {
+        cpu::gemm_fp8_bf16x(Ops(), x, n, w, out, ldo, pool);
+    }
     static void gemm_fp4(const Fp8Acts& a, const Fp4Matrix& w, bf16* out, int64_t ldo, ThreadPool& pool) {
         cpu::gemm_fp4(Ops(), a, w, out, ldo, pool);
     }
@@ -69,6 +73,7 @@ struct Entries {
                        .act_quant = act_quant,
                        .gemm_fp8 = gemm_fp8,
                        .gemm_fp8_f32 = gemm_fp8_f32,
+                       .gemm_fp8_bf16x = gemm_fp8_bf16x,
                        .gemm_fp4 = gemm_fp4,
                        .gemm_fp4_grouped = gemm_fp4_grouped,
                        .gemm_bf16 = gemm_bf16,

@@ -31,25 +31,37 @@ void act_quant(const bf16* x, int64_t n, int64_t k, uint8_t* codes, uint8_t* sca
 }
 
 namespace {
-template <typename Out, typename Store>
-void gemm_fp8_impl(const Fp8Acts& a, const Fp8Matrix& w, Out* out, int64_t ldo, ThreadPool& pool, Store store) {
+// The fp8 block GEMM over n activation rows of width k: act(i, kk) is an activation value, act_scale(i, kb)
+// its block's scale (1 for unquantized activations).
+template <typename Out, typename Act, typename ActScale, typename Store>
+void gemm_fp8_impl(int64_t n, int64_t k, const Act& act, const ActScale& act_scale, const Fp8Matrix& w, Out* out,
+                   int64_t ldo, ThreadPool& pool, Store store) {
     const auto& lut = e4m3_table();
-    const int64_t kb_count = a.k / 32, scale_cols = (w.cols + 31) / 32;
+    const int64_t kb_count = k / 32, scale_cols = (w.cols + 31) / 32;
     pool.parallel_for(static_cast<size_t>(w.rows), [&](size_t begin, size_t end, int) {
-        for (int64_t i = 0; i < a.n; ++i)
+        for (int64_t i = 0; i < n; ++i)
             for (size_t j = begin; j < end; ++j) {
                 float acc = 0.0f;
                 for (int64_t kb = 0; kb < kb_count; ++kb) {
                     float partial = 0.0f;
                     for (int64_t kk = kb * 32; kk < kb * 32 + 32; ++kk)
-                        partial += lut[a.codes[i * a.k + kk]] * lut[w.codes[j * w.cols + kk]];
-                    float sa = e8m0_to_float(a.scales[i * kb_count + kb]);
+                        partial += act(i, kk) * lut[w.codes[j * w.cols + kk]];
+                    float sa = act_scale(i, kb);
                     float sw = e8m0_to_float(w.scales[(j / 32) * scale_cols + kb]);
                     acc += partial * sa * sw;
                 }
                 out[i * ldo + j] = store(acc);
             }
     });
+}
+
+template <typename Out, typename Store>
+void gemm_fp8_impl(const Fp8Acts& a, const Fp8Matrix& w, Out* out, int64_t ldo, ThreadPool& pool, Store store) {
+    const auto& lut = e4m3_table();
+    const int64_t kb_count = a.k / 32;
+    gemm_fp8_impl(
+        a.n, a.k, [&](int64_t i, int64_t kk) { return lut[a.codes[i * a.k + kk]]; },
+        [&](int64_t i, int64_t kb) { return e8m0_to_float(a.scales[i * kb_count + kb]); }, w, out, ldo, pool, store);
 }
 }  // namespace
 
@@ -59,6 +71,13 @@ void gemm_fp8(const Fp8Acts& a, const Fp8Matrix& w, bf16* out, int64_t ldo, Thre
 
 void gemm_fp8_f32(const Fp8Acts& a, const Fp8Matrix& w, float* out, int64_t ldo, ThreadPool& pool) {
     gemm_fp8_impl(a, w, out, ldo, pool, [](float v) { return v; });
+}
+
+void gemm_fp8_bf16x(const bf16* x, int64_t n, const Fp8Matrix& w, bf16* out, int64_t ldo, ThreadPool& pool) {
+    const int64_t k = w.cols;
+    gemm_fp8_impl(
+        n, k, [&](int64_t i, int64_t kk) { return bf16_to_float(x[i * k + kk]); },
+        [](int64_t, int64_t) { return 1.0f; }, w, out, ldo, pool, [](float v) { return float_to_bf16(v); });
 }
 
 void gemm_fp4(const Fp8Acts& a, const Fp4Matrix& w, bf16* out, int64_t ldo, ThreadPool& pool) {
