@@ -71,6 +71,16 @@ struct Fp4Gemm {
     int64_t ldo = 0;
 };
 
+// One GEMM of a grouped gemm_fp8_bf16x call: x [n, w.cols] with row stride ldx (a column slice of a wider
+// activation, as wo_a's groups read theirs), out [n, w.rows] with row stride ldo.
+struct Fp8Bf16xGemm {
+    const bf16* x = nullptr;
+    int64_t n = 0, ldx = 0;
+    Fp8Matrix w;
+    bf16* out = nullptr;
+    int64_t ldo = 0;
+};
+
 struct Kernels {
     Isa isa;
     // Repack a weight once (at load time) into this table's fast layout; out->layout stays kNone when the
@@ -90,6 +100,8 @@ struct Kernels {
     // on the weight dequantized to bf16 (wo_a, spec §3.4 step 4, §5.3.7) but for the order of the fp32
     // sums (docs/numerics.md), read from the fp8 weight: half the bytes.
     void (*gemm_fp8_bf16x)(const bf16* x, int64_t n, const Fp8Matrix& w, bf16* out, int64_t ldo, ThreadPool& pool);
+    // Several gemm_fp8_bf16x in one dispatch (wo_a's output groups), each with its own call's results.
+    void (*gemm_fp8_bf16x_grouped)(const Fp8Bf16xGemm* gemms, int64_t count, ThreadPool& pool);
     // Same with MXFP4 weights and per-row 1x32 weight scales (spec §4.3 fp4_gemm).
     void (*gemm_fp4)(const Fp8Acts& a, const Fp4Matrix& w, bf16* out, int64_t ldo, ThreadPool& pool);
     // Several gemm_fp4 in one call (a step's routed experts: every selected expert's w1 and w3, then the w2s),

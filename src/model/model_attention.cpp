@@ -114,14 +114,12 @@ void Model::output_projection(const BlockWeights& w, const bf16* o, int64_t n, b
     const ModelConfig& c = config_;
     const int G = local_groups(), R = c.o_lora_rank, D = c.hidden_size;
     const int64_t Kg = static_cast<int64_t>(local_heads()) * c.head_dim / G;
-    std::vector<bf16> group_in(n * Kg), group_out(n * R), low_rank(n * G * R);
-    for (int g = 0; g < G; ++g) {
-        for (int64_t i = 0; i < n; ++i)
-            std::copy(o + i * G * Kg + g * Kg, o + i * G * Kg + (g + 1) * Kg, group_in.begin() + i * Kg);
-        ops::linear_fp8_bf16x(group_in.data(), n, w.wo_a[g], group_out.data());
-        for (int64_t i = 0; i < n; ++i)
-            std::copy(group_out.begin() + i * R, group_out.begin() + (i + 1) * R, low_rank.begin() + i * G * R + g * R);
-    }
+    // Group g reads columns [g Kg, (g+1) Kg) of o [n, G Kg] and writes columns [g R, (g+1) R) of low_rank [n, G R];
+    // all groups in one dispatch.
+    std::vector<bf16> low_rank(n * G * R);
+    std::vector<backend::Fp8Bf16xGemm> groups(G);
+    for (int g = 0; g < G; ++g) groups[g] = {o + g * Kg, n, G * Kg, w.wo_a[g], low_rank.data() + g * R, int64_t{G} * R};
+    ops::linear_fp8_bf16x_grouped(groups);
     if (plan_.tp_size == 1) {
         ops::linear_fp8(low_rank.data(), n, w.wo_b, out);
         return;

@@ -45,6 +45,17 @@ void linear_fp8_bf16x(const bf16* x, int64_t n, const Fp8Matrix& w, bf16* y) {
     backend::active_kernels().gemm_fp8_bf16x(x, n, w, y, w.rows, ThreadPool::global());
 }
 
+void linear_fp8_bf16x_grouped(const std::vector<backend::Fp8Bf16xGemm>& gemms) {
+    for (const backend::Fp8Bf16xGemm& g : gemms)
+        DI_CHECK_MSG(g.w.cols % 32 == 0 && g.ldx >= g.w.cols && g.ldo >= g.w.rows,
+                     "fp8 GEMM of {} x {} (x stride {}, out stride {}): cols must be a multiple of 32, strides cover "
+                     "the row",
+                     g.w.rows, g.w.cols, g.ldx, g.ldo);
+    if (gemms.empty()) return;
+    backend::active_kernels().gemm_fp8_bf16x_grouped(gemms.data(), static_cast<int64_t>(gemms.size()),
+                                                     ThreadPool::global());
+}
+
 void linear_fp4(const bf16* x, int64_t n, const Fp4Matrix& w, bf16* y) {
     if (n == 0) return;
     auto a = quantize(x, n, w.cols);

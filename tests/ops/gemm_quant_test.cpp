@@ -261,6 +261,55 @@ TEST(GemmFp4Grouped, EachGemmAsAlone) {
             }
 }
 
+// gemm_fp8_bf16x_grouped gives every GEMM exactly what gemm_fp8_bf16x gives it alone (every table, prepared
+// and canonical, 1-3 threads), reading x as column slices of one wide activation and writing column slices of
+// one wide output, as wo_a's groups do; a GEMM with no rows and one crossing the 64-row chunks included.
+TEST(GemmFp8Bf16xGrouped, EachGemmAsAlone) {
+    Inputs in(13);
+    struct G {
+        int64_t n, rows, k;
+    };
+    const G shapes[] = {{3, 48, 160}, {3, 33, 160}, {3, 64, 96}, {0, 16, 64}};
+    const int64_t ldx = 160 + 160 + 96 + 64 + 32, ldo = 48 + 33 + 64 + 16 + 5;  // slices side by side, slack
+    std::vector<bf16> wide = in.bf16s(70 * ldx, -3.0f, 3.0f);
+    std::vector<std::vector<uint8_t>> codes, scales;
+    for (const G& s : shapes) {
+        codes.push_back(in.e4m3_codes(s.rows * s.k));
+        scales.push_back(in.bytes(((s.rows + 31) / 32) * (s.k / 32), 112, 134));
+    }
+    std::vector<const Kernels*> tables = simd_tables();
+    tables.push_back(&backend::ref::kernels());
+    for (int64_t n : {int64_t{3}, int64_t{70}})
+        for (const Kernels* table : tables)
+            for (bool prepared : {false, true})
+                for (int threads : {1, 2, 3}) {
+                    SCOPED_TRACE(std::string(isa_name(table->isa)) + (prepared ? " prepared" : " canonical") +
+                                 " threads=" + std::to_string(threads) + " n=" + std::to_string(n));
+                    ThreadPool pool(threads);
+                    std::vector<PackedWeight> pw(std::size(shapes));
+                    std::vector<backend::Fp8Bf16xGemm> gemms;
+                    std::vector<bf16> alone(n * ldo, bf16{0x7fc1}), grouped = alone;
+                    int64_t x0 = 0, o0 = 0;
+                    for (size_t i = 0; i < std::size(shapes); ++i) {
+                        const G& s = shapes[i];
+                        const int64_t rows_n = s.n == 0 ? 0 : n;
+                        Fp8Matrix w{codes[i].data(), scales[i].data(), s.rows, s.k};
+                        if (prepared) table->prepare_fp8(w, &pw[i], pool), w.prepared = &pw[i];
+                        std::vector<bf16> x(rows_n * s.k), out(rows_n * s.rows);
+                        for (int64_t r = 0; r < rows_n; ++r)
+                            std::copy(wide.begin() + r * ldx + x0, wide.begin() + r * ldx + x0 + s.k, x.begin() + r * s.k);
+                        table->gemm_fp8_bf16x(x.data(), rows_n, w, out.data(), s.rows, pool);
+                        for (int64_t r = 0; r < rows_n; ++r)
+                            std::copy(out.begin() + r * s.rows, out.begin() + (r + 1) * s.rows, alone.begin() + r * ldo + o0);
+                        gemms.push_back({wide.data() + x0, rows_n, ldx, w, grouped.data() + o0, ldo});
+                        x0 += s.k;
+                        o0 += s.rows;
+                    }
+                    table->gemm_fp8_bf16x_grouped(gemms.data(), static_cast<int64_t>(gemms.size()), pool);
+                    EXPECT_EQ(0, std::memcmp(alone.data(), grouped.data(), alone.size() * sizeof(bf16)));
+                }
+}
+
 }  // namespace
 }  // namespace deepinfer::testing
 

@@ -77,18 +77,23 @@ struct QuantProblem {
     bf16* out;
     int64_t ldo;
     float* out_f32 = nullptr;
-    // When set: bf16 activations [a.n, a.k] taken as they are, with unit scales (a.codes / a.scales unused).
+    // When set: bf16 activations [a.n, a.k] (row stride ldx) taken as they are, with unit scales (a.codes /
+    // a.scales unused).
     const bf16* x = nullptr;
+    int64_t ldx = 0;
 };
 
-// bf16 rows in the form the ISA's quantized GEMMs read (IsaOps::act_bytes: bf16 as is, or fp32, exact), with
-// unit block scales.
-void load_bf16_acts(const IsaOps& ops, const bf16* x, int64_t n, int64_t k, void* values, float* act_scales) {
-    if (ops.act_bytes == 2) {
-        std::memcpy(values, x, static_cast<size_t>(n * k) * sizeof(bf16));
-    } else {
-        auto* out = static_cast<float*>(values);
-        for (int64_t i = 0; i < n * k; ++i) out[i] = bf16_to_float(x[i]);
+// bf16 rows (row stride ldx) in the form the ISA's quantized GEMMs read (IsaOps::act_bytes: bf16 as is, or
+// fp32, exact), with unit block scales.
+void load_bf16_acts(const IsaOps& ops, const bf16* x, int64_t ldx, int64_t n, int64_t k, void* values,
+                    float* act_scales) {
+    for (int64_t i = 0; i < n; ++i) {
+        if (ops.act_bytes == 2) {
+            std::memcpy(static_cast<bf16*>(values) + i * k, x + i * ldx, static_cast<size_t>(k) * sizeof(bf16));
+        } else {
+            float* out = static_cast<float*>(values) + i * k;
+            for (int64_t c = 0; c < k; ++c) out[c] = bf16_to_float(x[i * ldx + c]);
+        }
     }
     std::fill(act_scales, act_scales + n * (k / 32), 1.0f);
 }
@@ -158,7 +163,8 @@ void gemm_quant(const IsaOps& ops, const QuantProblem* problems, size_t count, T
                     s.act_scales.ensure(static_cast<size_t>(ni * kb_count) * sizeof(float));
                     s.gemm.ensure(static_cast<size_t>(gemm_scratch_floats(a.k)) * sizeof(float));
                     if (item.p->x)
-                        load_bf16_acts(ops, item.p->x + i0 * a.k, ni, a.k, s.acts.data(), s.act_scales.as<float>());
+                        load_bf16_acts(ops, item.p->x + i0 * item.p->ldx, item.p->ldx, ni, a.k, s.acts.data(),
+                                       s.act_scales.as<float>());
                     else
                         ops.decode_acts(a.codes + i0 * a.k, a.scales + i0 * kb_count, ni, a.k, s.acts.data(),
                                         s.act_scales.as<float>());
@@ -239,7 +245,22 @@ void gemm_fp8_bf16x(const IsaOps& ops, const bf16* x, int64_t n, const Fp8Matrix
                     ThreadPool& pool) {
     QuantProblem p{Fp8Acts{nullptr, nullptr, n, w.cols}, fp8_weight(ops, w), out, ldo};
     p.x = x;
+    p.ldx = w.cols;
     gemm_quant(ops, &p, 1, pool);
+}
+
+void gemm_fp8_bf16x_grouped(const IsaOps& ops, const Fp8Bf16xGemm* gemms, int64_t count, ThreadPool& pool) {
+    std::vector<QuantProblem> problems;
+    problems.reserve(static_cast<size_t>(count));
+    for (int64_t i = 0; i < count; ++i) {
+        const Fp8Bf16xGemm& g = gemms[i];
+        DI_CHECK_MSG(g.ldx >= g.w.cols, "gemm_fp8_bf16x_grouped: x row stride {} < k {}", g.ldx, g.w.cols);
+        QuantProblem p{Fp8Acts{nullptr, nullptr, g.n, g.w.cols}, fp8_weight(ops, g.w), g.out, g.ldo};
+        p.x = g.x;
+        p.ldx = g.ldx;
+        problems.push_back(p);
+    }
+    gemm_quant(ops, problems.data(), problems.size(), pool);
 }
 
 void gemm_fp4(const IsaOps& ops, const Fp8Acts& a, const Fp4Matrix& w, bf16* out, int64_t ldo, ThreadPool& pool) {

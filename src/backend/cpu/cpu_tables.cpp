@@ -42,6 +42,9 @@ struct Entries {
                                ThreadPool& pool) {
         cpu::gemm_fp8_bf16x(Ops(), x, n, w, out, ldo, pool);
     }
+    static void gemm_fp8_bf16x_grouped(const Fp8Bf16xGemm* gemms, int64_t count, ThreadPool& pool) {
+        cpu::gemm_fp8_bf16x_grouped(Ops(), gemms, count, pool);
+    }
     static void gemm_fp4(const Fp8Acts& a, const Fp4Matrix& w, bf16* out, int64_t ldo, ThreadPool& pool) {
         cpu::gemm_fp4(Ops(), a, w, out, ldo, pool);
     }
@@ -74,6 +77,7 @@ struct Entries {
                        .gemm_fp8 = gemm_fp8,
                        .gemm_fp8_f32 = gemm_fp8_f32,
                        .gemm_fp8_bf16x = gemm_fp8_bf16x,
+                       .gemm_fp8_bf16x_grouped = gemm_fp8_bf16x_grouped,
                        .gemm_fp4 = gemm_fp4,
                        .gemm_fp4_grouped = gemm_fp4_grouped,
                        .gemm_bf16 = gemm_bf16,

@@ -15,6 +15,7 @@ void gemm_fp8(const IsaOps& ops, const Fp8Acts& a, const Fp8Matrix& w, bf16* out
 void gemm_fp8_f32(const IsaOps& ops, const Fp8Acts& a, const Fp8Matrix& w, float* out, int64_t ldo, ThreadPool& pool);
 void gemm_fp8_bf16x(const IsaOps& ops, const bf16* x, int64_t n, const Fp8Matrix& w, bf16* out, int64_t ldo,
                     ThreadPool& pool);
+void gemm_fp8_bf16x_grouped(const IsaOps& ops, const Fp8Bf16xGemm* gemms, int64_t count, ThreadPool& pool);
 void gemm_fp4(const IsaOps& ops, const Fp8Acts& a, const Fp4Matrix& w, bf16* out, int64_t ldo, ThreadPool& pool);
 void gemm_fp4_grouped(const IsaOps& ops, const Fp4Gemm* gemms, int64_t count, ThreadPool& pool);
 void gemm_bf16(const IsaOps& ops, const bf16* x, int64_t n, const Bf16Matrix& w, bf16* out, int64_t ldo,

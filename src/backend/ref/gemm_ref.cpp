@@ -73,11 +73,22 @@ void gemm_fp8_f32(const Fp8Acts& a, const Fp8Matrix& w, float* out, int64_t ldo,
     gemm_fp8_impl(a, w, out, ldo, pool, [](float v) { return v; });
 }
 
-void gemm_fp8_bf16x(const bf16* x, int64_t n, const Fp8Matrix& w, bf16* out, int64_t ldo, ThreadPool& pool) {
-    const int64_t k = w.cols;
+namespace {
+void gemm_fp8_bf16x_strided(const bf16* x, int64_t n, int64_t ldx, const Fp8Matrix& w, bf16* out, int64_t ldo,
+                            ThreadPool& pool) {
     gemm_fp8_impl(
-        n, k, [&](int64_t i, int64_t kk) { return bf16_to_float(x[i * k + kk]); },
+        n, w.cols, [&](int64_t i, int64_t kk) { return bf16_to_float(x[i * ldx + kk]); },
         [](int64_t, int64_t) { return 1.0f; }, w, out, ldo, pool, [](float v) { return float_to_bf16(v); });
+}
+}  // namespace
+
+void gemm_fp8_bf16x(const bf16* x, int64_t n, const Fp8Matrix& w, bf16* out, int64_t ldo, ThreadPool& pool) {
+    gemm_fp8_bf16x_strided(x, n, w.cols, w, out, ldo, pool);
+}
+
+void gemm_fp8_bf16x_grouped(const Fp8Bf16xGemm* gemms, int64_t count, ThreadPool& pool) {
+    for (int64_t i = 0; i < count; ++i)
+        gemm_fp8_bf16x_strided(gemms[i].x, gemms[i].n, gemms[i].ldx, gemms[i].w, gemms[i].out, gemms[i].ldo, pool);
 }
 
 void gemm_fp4(const Fp8Acts& a, const Fp4Matrix& w, bf16* out, int64_t ldo, ThreadPool& pool) {

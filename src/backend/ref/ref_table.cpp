@@ -33,6 +33,7 @@ const Kernels& kernels() {
                                   .gemm_fp8 = gemm_fp8,
                                   .gemm_fp8_f32 = gemm_fp8_f32,
                                   .gemm_fp8_bf16x = gemm_fp8_bf16x,
+                                  .gemm_fp8_bf16x_grouped = gemm_fp8_bf16x_grouped,
                                   .gemm_fp4 = gemm_fp4,
                                   .gemm_fp4_grouped = gemm_fp4_grouped,
                                   .gemm_bf16 = gemm_bf16,
