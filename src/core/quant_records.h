@@ -9,6 +9,8 @@
 #include <cstddef>
 #include <cstdint>
 
+#include "core/numeric.h"
+
 namespace deepinfer {
 
 inline constexpr size_t window_record_bytes(int dim) { return static_cast<size_t>(dim) + dim / 32; }
@@ -18,12 +20,16 @@ inline constexpr size_t index_key_record_bytes(int dim) { return static_cast<siz
 // x: fp32 [dim] holding bf16 values (post-RoPE). Writes the record and, if qdq is non-null, the QDQ'd
 // values (fp32 [dim], bf16-representable) that the reference would keep in its bf16 cache.
 void pack_window_record(const float* x, int dim, uint8_t* record, float* qdq);
+// Unpack to the bf16 values, as fp32 or as bf16.
 void unpack_window_record(const uint8_t* record, int dim, float* out);
+void unpack_window_record(const uint8_t* record, int dim, bf16* out);
 
 void pack_compressed_record(const float* x, int dim, uint8_t* record, float* qdq);
 void unpack_compressed_record(const uint8_t* record, int dim, float* out);
+void unpack_compressed_record(const uint8_t* record, int dim, bf16* out);
 
 void pack_index_key_record(const float* x, int dim, uint8_t* record, float* qdq);
 void unpack_index_key_record(const uint8_t* record, int dim, float* out);
+void unpack_index_key_record(const uint8_t* record, int dim, bf16* out);
 
 }  // namespace deepinfer

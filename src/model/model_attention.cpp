@@ -67,16 +67,13 @@ void Model::attention(Forward& f, int L, const bf16* x, bf16* out) {
         }
         const int64_t n_kv = n_win + static_cast<int64_t>(entries.size());
         kv_rows.resize(n_kv * hd);
-        for (int64_t p = w0; p < end; ++p) {
-            unpack_window_record(s.cache->window_record(f.pools, L, p), hd, row.data());
-            ops::f32_to_bf16(row.data(), hd, kv_rows.data() + (p - w0) * hd);
-        }
+        for (int64_t p = w0; p < end; ++p)
+            unpack_window_record(s.cache->window_record(f.pools, L, p), hd, kv_rows.data() + (p - w0) * hd);
         if (!entries.empty()) {
             const int src = layout_.source_of_layer[L];
-            for (size_t e = 0; e < entries.size(); ++e) {
-                unpack_compressed_record(s.cache->compressed_record(f.pools, src, entries[e]), hd, row.data());
-                ops::f32_to_bf16(row.data(), hd, kv_rows.data() + (n_win + static_cast<int64_t>(e)) * hd);
-            }
+            for (size_t e = 0; e < entries.size(); ++e)
+                unpack_compressed_record(s.cache->compressed_record(f.pools, src, entries[e]), hd,
+                                         kv_rows.data() + (n_win + static_cast<int64_t>(e)) * hd);
         }
         // Index lists in a canonical order that does not depend on how the prompt was chunked: the row's
         // visible window positions ascending, then its selected compressed entries ascending, then -1

@@ -10,6 +10,7 @@
 
 #include "core/check.h"
 #include "core/quant_records.h"
+#include "core/thread_pool.h"
 #include "model/forward_state.h"
 #include "ops/elementwise.h"
 #include "ops/linear.h"
@@ -167,10 +168,15 @@ void Model::compressed_topk(Forward& f, int L, const bf16* x, const bf16* qr) {
         fs.topk.assign(S * fs.k, -1);
         if (compress_len == 0) continue;
         keys.resize(compress_len * Di);
-        for (int64_t j = 0; j < compress_len; ++j) {
-            unpack_index_key_record(s.cache->index_record(f.pools, src, j), Di, row.data());
-            ops::f32_to_bf16(row.data(), Di, keys.data() + j * Di);
-        }
+        // every compressed key of the sequence, each step: O(context), so split over the pool
+        ThreadPool::global().parallel_for(
+            static_cast<size_t>(compress_len),
+            [&](size_t j0, size_t j1, int) {
+                for (size_t j = j0; j < j1; ++j)
+                    unpack_index_key_record(s.cache->index_record(f.pools, src, static_cast<int64_t>(j)), Di,
+                                            keys.data() + j * Di);
+            },
+            256);
         scores.resize(S * compress_len);
         backend::active_kernels().index_scores(qi.data() + s.row_begin * Hi * Di, S, Hi, Di, keys.data(), compress_len,
                                                wts.data() + s.row_begin * Hi, scores.data(), compress_len,

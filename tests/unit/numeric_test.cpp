@@ -224,5 +224,44 @@ TEST(QuantRecords, RoundTripExactly) {
     EXPECT_EQ(index_key_record_bytes(128), 68u);
 }
 
+// The unpackers against the definition bf16(code x scale) for every code and every scale code (NaN codes
+// included), in both output types.
+TEST(QuantRecords, UnpackIsCodeTimesScaleForEveryCode) {
+    auto same = [](float a, float b) { return std::bit_cast<uint32_t>(a) == std::bit_cast<uint32_t>(b) || (a != a && b != b); };
+    for (int sc = 0; sc < 256; ++sc) {
+        const auto scale = static_cast<uint8_t>(sc);
+        // window: 256 codes over 8 groups of 32, each group with this scale
+        std::vector<uint8_t> win(window_record_bytes(256));
+        for (int i = 0; i < 256; ++i) win[i] = static_cast<uint8_t>(i);
+        for (int g = 0; g < 8; ++g) win[256 + g] = scale;
+        std::vector<float> f(256);
+        std::vector<bf16> b(256);
+        unpack_window_record(win.data(), 256, f.data());
+        unpack_window_record(win.data(), 256, b.data());
+        for (int i = 0; i < 256; ++i) {
+            const float want = round_to_bf16(e4m3_to_float(static_cast<uint8_t>(i)) * e8m0_to_float(scale));
+            ASSERT_TRUE(same(f[i], want)) << "window code " << i << " scale " << sc;
+            ASSERT_TRUE(same(bf16_to_float(b[i]), want)) << "window code " << i << " scale " << sc;
+        }
+        // compressed (e4m3 scale per 16) and index key (e8m0 scale per 32): every nibble in every group
+        for (bool index : {false, true}) {
+            const int dim = 64, group = index ? kFp4IndexGroup : kFp4KvGroup;
+            std::vector<uint8_t> rec(index ? index_key_record_bytes(dim) : compressed_record_bytes(dim));
+            for (int i = 0; i < dim / 2; ++i) rec[i] = static_cast<uint8_t>((i % 8) * 2 | ((i % 8) * 2 + 1) << 4);
+            for (int g = 0; g < dim / group; ++g) rec[dim / 2 + g] = scale;
+            std::vector<float> ff(dim);
+            std::vector<bf16> bb(dim);
+            if (index) unpack_index_key_record(rec.data(), dim, ff.data()), unpack_index_key_record(rec.data(), dim, bb.data());
+            else unpack_compressed_record(rec.data(), dim, ff.data()), unpack_compressed_record(rec.data(), dim, bb.data());
+            const float s = index ? e8m0_to_float(scale) : e4m3_to_float(scale);
+            for (int k = 0; k < dim; ++k) {
+                const float want = round_to_bf16(e2m1_to_float(static_cast<uint8_t>(k % 16)) * s);
+                ASSERT_TRUE(same(ff[k], want)) << (index ? "index" : "compressed") << " element " << k << " scale " << sc;
+                ASSERT_TRUE(same(bf16_to_float(bb[k]), want)) << (index ? "index" : "compressed") << " element " << k;
+            }
+        }
+    }
+}
+
 }  // namespace
 }  // namespace deepinfer
