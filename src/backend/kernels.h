@@ -29,6 +29,8 @@ struct PackedWeight {
     // Every weight scale code is 1..254 (a normal power of two, never e8m0's 2^-127 or NaN), so a kernel may
     // widen the scales by a shift alone. Set by prepare_fp4.
     bool plain_scales = false;
+    // fp8: no code is an e4m3 NaN (0x7f / 0xff), so a kernel may skip patching NaN codes. Set by prepare_fp8.
+    bool plain_codes = false;
 };
 
 // fp8 e4m3 weight [rows, cols] with e8m0 scales per 32x32 block: scales[ceil(rows/32), ceil(cols/32)].

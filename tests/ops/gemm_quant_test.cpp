@@ -180,15 +180,27 @@ TEST(GemmFp4, ReleasedShapes) {
     run_fp4({2, 5120, 2304, 0}, 5);
 }
 
-// NaN codes in weights or activations give NaN outputs exactly where the reference has them.
+// NaN codes in weights or activations give NaN outputs exactly where the reference has them; prepared weights
+// with a NaN code are not flagged plain_codes (the kernels' NaN patching stays on), weights without are.
 TEST(GemmFp8, NanPropagates) {
     Inputs in(7);
     const Shape s{3, 40, 64, 0};
     QuantizedActs acts(in, s.n, s.k);
     acts.codes[1 * s.k + 5] = 0x7f;  // activation row 1
     std::vector<uint8_t> codes = in.e4m3_codes(s.rows * s.k), scales = in.bytes(2 * 2, 120, 130);
+    ThreadPool pool(2);
+    for (const Kernels* table : simd_tables()) {
+        PackedWeight pw;
+        table->prepare_fp8(Fp8Matrix{codes.data(), scales.data(), s.rows, s.k}, &pw, pool);
+        EXPECT_TRUE(pw.plain_codes) << isa_name(table->isa);
+    }
     codes[17 * s.k + 40] = 0xff;  // weight row 17
     Fp8Matrix w{codes.data(), scales.data(), s.rows, s.k};
+    for (const Kernels* table : simd_tables()) {
+        PackedWeight pw;
+        table->prepare_fp8(w, &pw, pool);
+        EXPECT_FALSE(pw.plain_codes) << isa_name(table->isa);
+    }
     check_fp8(s, acts.all(), w);
 }
 

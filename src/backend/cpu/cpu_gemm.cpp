@@ -176,6 +176,7 @@ void gemm_quant(const IsaOps& ops, const QuantProblem* problems, size_t count, T
                 QuantGemmTask task{s.acts.data(), s.act_scales.as<float>(), ni, a.k, nullptr, nullptr, 0, 0, nullptr,
                                    ldo,           s.gemm.as<float>()};
                 task.plain_scales = item.pw && item.pw->plain_scales;
+                task.plain_codes = item.pw && item.pw->plain_codes;
                 auto run_groups = [&](int64_t g, int64_t count, const uint8_t* codes, const uint8_t* scales) {
                     task.codes = codes;
                     task.scales = scales;

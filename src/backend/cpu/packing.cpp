@@ -3,6 +3,7 @@
 #include "backend/cpu/packing.h"
 
 #include <algorithm>
+#include <atomic>
 #include <cstring>
 
 #include "core/check.h"
@@ -101,11 +102,17 @@ void prepare_fp8(const Fp8Matrix& w, PackedWeight* out, ThreadPool& pool) {
     out->data.allocate(static_cast<size_t>(code_bytes + fp8_packed_scale_bytes(groups, w.cols)));
     uint8_t* base = out->data.data();
     // whole pairs per thread (the layout interleaves the two groups of a pair)
+    std::atomic<bool> nan_code{false};
     pool.parallel_for(static_cast<size_t>((groups + 1) / 2), [&](size_t p0, size_t p1, int) {
         const int64_t g0 = 2 * static_cast<int64_t>(p0), g1 = std::min(groups, 2 * static_cast<int64_t>(p1));
-        pack_fp8_groups(w, g0, g1, base + fp8_packed_code_bytes(g0, w.cols),
-                        base + code_bytes + fp8_packed_scale_bytes(g0, w.cols));
+        uint8_t* codes = base + fp8_packed_code_bytes(g0, w.cols);
+        pack_fp8_groups(w, g0, g1, codes, base + code_bytes + fp8_packed_scale_bytes(g0, w.cols));
+        // the slab just written, still in cache (padding rows are code 0)
+        uint8_t any = 0;
+        for (const uint8_t* c = codes; c < base + fp8_packed_code_bytes(g1, w.cols); ++c) any |= (*c & 0x7f) == 0x7f;
+        if (any) nan_code = true;
     });
+    out->plain_codes = !nan_code;
 }
 
 void prepare_fp4(const Fp4Matrix& w, PackedWeight* out, ThreadPool& pool) {

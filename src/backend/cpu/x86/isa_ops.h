@@ -59,6 +59,7 @@ struct QuantGemmTask {
     float* scratch;  // gemm_scratch_floats(k), 64-byte aligned
     float* out_f32 = nullptr;  // when set, fp32 results go here (same indexing as out) instead of bf16
     bool plain_scales = false;  // PackedWeight::plain_scales of the weight
+    bool plain_codes = false;   // PackedWeight::plain_codes of the weight
 };
 
 // out[i, j] = sum_k x[i, k] w[j, k] for i < n, j < rows (pointers at the first row of the range).

@@ -15,6 +15,9 @@ namespace {
 
 // Decoders of one 64-byte chunk (packing.h) into fp32 column vectors: f(j, rows 0-7, rows 8-15) receives
 // column j of the chunk for both halves of the row group. Decoded values are weight / kValueScale.
+// kNanCodes: patch codes 0x7f / 0xff to fp16 NaN; a weight without them (PackedWeight::plain_codes) skips
+// that (4 of the ~14 vector ops of a 32-byte decode; in cache +11% at n = 1).
+template <bool kNanCodes>
 struct Fp8Chunk {
     static constexpr int kCols = 4, kChunks = 8;
     static constexpr int64_t kBlockBytes = 512;
@@ -32,8 +35,10 @@ struct Fp8Chunk {
         // code 0x7f / 0xff becomes 0x7f80 / 0xff80, an fp16 NaN
         __m256i hi = _mm256_or_si256(_mm256_and_si256(v, sign),
                                      _mm256_and_si256(_mm256_srli_epi16(v, 1), _mm256_set1_epi8(0x3f)));
-        const __m256i nan = _mm256_cmpeq_epi8(_mm256_or_si256(v, sign), _mm256_set1_epi8(-1));
-        hi = _mm256_or_si256(hi, _mm256_and_si256(nan, _mm256_set1_epi8(0x40)));
+        if constexpr (kNanCodes) {
+            const __m256i nan = _mm256_cmpeq_epi8(_mm256_or_si256(v, sign), _mm256_set1_epi8(-1));
+            hi = _mm256_or_si256(hi, _mm256_and_si256(nan, _mm256_set1_epi8(0x40)));
+        }
         const __m256i lo = _mm256_and_si256(_mm256_slli_epi16(v, 7), sign);
         w01 = _mm256_unpacklo_epi8(lo, hi);
         w23 = _mm256_unpackhi_epi8(lo, hi);
@@ -250,9 +255,11 @@ void run(const QuantGemmTask& t, const Chunk& chunk, const Scales& scales_of) {
 
 void gemm_fp8(const QuantGemmTask& t) {
     const int64_t kb_count = t.k / 32;
-    run(t, Fp8Chunk{}, [&](int64_t g, int64_t kb, __m256& sw0, __m256& sw1) {
+    auto scales = [&](int64_t g, int64_t kb, __m256& sw0, __m256& sw1) {
         sw0 = sw1 = _mm256_set1_ps(e8m0_to_float(t.scales[packed_scale_offset(g, t.groups, kb, kb_count, 1)]));
-    });
+    };
+    if (t.plain_codes) run(t, Fp8Chunk<false>{}, scales);
+    else run(t, Fp8Chunk<true>{}, scales);
 }
 
 void gemm_fp4(const QuantGemmTask& t) {
