@@ -80,6 +80,18 @@ TEST(RowInvariance, ActQuant) {
     });
 }
 
+// w as table t uses it: prepared into *packed (the caller keeps it) or canonical.
+template <class Matrix>
+Matrix as_used(const Kernels& t, const Matrix& w, bool prepared, PackedWeight* packed, ThreadPool& pool) {
+    Matrix wt = w;
+    if (prepared) {
+        if constexpr (std::is_same_v<Matrix, Fp8Matrix>) t.prepare_fp8(w, packed, pool);
+        else t.prepare_fp4(w, packed, pool);
+        wt.prepared = packed;
+    }
+    return wt;
+}
+
 // fp8 weights, prepared and canonical: both must give the same bits too (a weight is prepared at load
 // on one rank and may be sliced canonical on another).
 TEST(RowInvariance, GemmFp8) {
@@ -95,11 +107,7 @@ TEST(RowInvariance, GemmFp8) {
                     auto run = [&](const Kernels& t, int64_t s, int64_t n, int th, auto* out) {
                         ThreadPool pool(th);
                         PackedWeight packed;
-                        Fp8Matrix wt = w;
-                        if (prepared) {
-                            t.prepare_fp8(w, &packed, pool);
-                            wt.prepared = &packed;
-                        }
+                        const Fp8Matrix wt = as_used(t, w, prepared, &packed, pool);
                         if constexpr (std::is_same_v<std::remove_pointer_t<decltype(out)>, float>)
                             t.gemm_fp8_f32(acts.rows(s, n), wt, out, rows, pool);
                         else t.gemm_fp8(acts.rows(s, n), wt, out, rows, pool);
@@ -130,11 +138,7 @@ TEST(RowInvariance, GemmFp8Bf16x) {
                     [&](const Kernels& t, int64_t s, int64_t n, int th, bf16* out) {
                         ThreadPool pool(th);
                         PackedWeight packed;
-                        Fp8Matrix wt = w;
-                        if (prepared) {
-                            t.prepare_fp8(w, &packed, pool);
-                            wt.prepared = &packed;
-                        }
+                        const Fp8Matrix wt = as_used(t, w, prepared, &packed, pool);
                         t.gemm_fp8_bf16x(x.data() + s * k, n, wt, out, rows, pool);
                     });
         }
@@ -152,11 +156,7 @@ TEST(RowInvariance, GemmFp4) {
                                     rows, [&](const Kernels& t, int64_t s, int64_t n, int th, bf16* out) {
                                         ThreadPool pool(th);
                                         PackedWeight pw;
-                                        Fp4Matrix wt = w;
-                                        if (prepared) {
-                                            t.prepare_fp4(w, &pw, pool);
-                                            wt.prepared = &pw;
-                                        }
+                                        const Fp4Matrix wt = as_used(t, w, prepared, &pw, pool);
                                         t.gemm_fp4(acts.rows(s, n), wt, out, rows, pool);
                                     });
         }
