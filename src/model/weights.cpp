@@ -1,5 +1,5 @@
 // Binding checkpoint tensors to BlockWeights; wo_a kept in fp8 per output group (spec §3.4 step 4: its bf16
-// dequantization is exact, and ops::linear_fp8_bf16x computes on it from the codes).
+// dequantization is exact, and ops::linear_fp8_bf16x_grouped computes on it from the codes).
 #include "model/weights.h"
 
 #include <fmt/format.h>

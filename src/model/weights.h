@@ -37,7 +37,7 @@ struct BlockWeights {
     const bf16* kv_norm = nullptr;     // [head_dim]
     Fp8Matrix wq_a, wq_b, wkv, wo_b;
     // wo_a [groups*o_lora, heads*head_dim/groups] as stored, one view per local group g: rows [g*o_lora,
-    // (g+1)*o_lora). Applied by ops::linear_fp8_bf16x: the spec's bf16 einsum on the dequantized weight
+    // (g+1)*o_lora). Applied by ops::linear_fp8_bf16x_grouped: the spec's bf16 einsum on the dequantized weight
     // (spec §3.4 step 4, §5.3.7) from the fp8 codes, half the bytes of the bf16 copy.
     std::vector<Fp8Matrix> wo_a;
     // compressor + index keys (kv sources)

@@ -39,12 +39,6 @@ void linear_fp8_f32(const bf16* x, int64_t n, const Fp8Matrix& w, float* y) {
     (k.gemm_fp8_f32 ? k.gemm_fp8_f32 : backend::ref::kernels().gemm_fp8_f32)(a, w, y, w.rows, ThreadPool::global());
 }
 
-void linear_fp8_bf16x(const bf16* x, int64_t n, const Fp8Matrix& w, bf16* y) {
-    if (n == 0) return;
-    DI_CHECK_MSG(w.cols % 32 == 0, "fp8 weight of {} columns: needs a multiple of 32", w.cols);
-    backend::active_kernels().gemm_fp8_bf16x(x, n, w, y, w.rows, ThreadPool::global());
-}
-
 void linear_fp8_bf16x_grouped(const std::vector<backend::Fp8Bf16xGemm>& gemms) {
     for (const backend::Fp8Bf16xGemm& g : gemms)
         DI_CHECK_MSG(g.w.cols % 32 == 0 && g.ldx >= g.w.cols && g.ldo >= g.w.rows,

@@ -17,11 +17,10 @@ using backend::Fp8Matrix;
 void linear_fp8(const bf16* x, int64_t n, const Fp8Matrix& w, bf16* y);
 // linear_fp8 with fp32 output (no bf16 rounding): row-parallel partial sums under tensor parallelism.
 void linear_fp8_f32(const bf16* x, int64_t n, const Fp8Matrix& w, float* y);
-// bf16 x [n, k] against an fp8 weight without act_quant: the bf16 linear on the weight dequantized to bf16
+// bf16 x [n, k] against fp8 weights without act_quant: the bf16 linear on the weight dequantized to bf16
 // (wo_a, spec §3.4 step 4), computed from the fp8 codes (exact products; fp32 sums per 32-column block).
-void linear_fp8_bf16x(const bf16* x, int64_t n, const Fp8Matrix& w, bf16* y);
-// Several linear_fp8_bf16x in one kernel dispatch (wo_a's output groups; strided x and y allowed), each with
-// its own call's results.
+// Several such GEMMs in one kernel dispatch (wo_a's output groups; strided x and y allowed), each with the
+// results it would have alone (Kernels::gemm_fp8_bf16x).
 void linear_fp8_bf16x_grouped(const std::vector<backend::Fp8Bf16xGemm>& gemms);
 // Same with MXFP4 weights (routed experts).
 void linear_fp4(const bf16* x, int64_t n, const Fp4Matrix& w, bf16* y);
