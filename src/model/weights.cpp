@@ -1,5 +1,6 @@
-// Binding checkpoint tensors to BlockWeights; wo_a kept in fp8 per output group (spec §3.4 step 4: its bf16
-// dequantization is exact, and ops::linear_fp8_bf16x_grouped computes on it from the codes).
+// Binding checkpoint tensors to BlockWeights; wo_a kept in fp8 per output group (spec §3.4 step 4 dequantizes
+// it to bf16, exactly for every scale code >= 3; ops::linear_fp8_bf16x_grouped forms the same products from the
+// codes, docs/numerics.md).
 #include "model/weights.h"
 
 #include <fmt/format.h>
