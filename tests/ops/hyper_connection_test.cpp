@@ -29,10 +29,12 @@ Row make_row(int hc, int dim, uint64_t seed) {
     r.o.resize(static_cast<size_t>(dim));
     for (auto& v : r.x) v = float_to_bf16(normal(rng));
     for (auto& v : r.o) v = float_to_bf16(normal(rng));
-    r.x[3] = float_to_bf16(std::numeric_limits<float>::quiet_NaN());
-    r.x[dim + 5] = float_to_bf16(-std::numeric_limits<float>::infinity());
-    r.x[2 * dim - 1] = bf16{0x8000};  // -0
-    r.o[1] = bf16{0x8000};
+    if (dim >= 8) {  // a NaN, an infinity and signed zeros in copies 0 and 1
+        r.x[3] = float_to_bf16(std::numeric_limits<float>::quiet_NaN());
+        r.x[dim + 5] = float_to_bf16(-std::numeric_limits<float>::infinity());
+        r.x[2 * dim - 1] = bf16{0x8000};
+        r.o[1] = bf16{0x8000};
+    }
     for (int c = 0; c < hc; ++c) r.pre[c] = normal(rng), r.post[c] = normal(rng);
     for (int c = 0; c < hc * hc; ++c) r.comb[c] = normal(rng);
     return r;
