@@ -122,6 +122,42 @@ struct Kernels {
     // score[i, j] = bf16( sum_h bf16( relu(bf16(q_ih . k_j)) * w_ih ) ) stored as fp32 in out [m, ldo].
     void (*index_scores)(const bf16* q, int64_t m, int heads, int dim, const bf16* keys, int64_t n, const bf16* w,
                          float* out, int64_t ldo, ThreadPool& pool);
+
+    // ---- Row-wise ops (backend/ref/rowwise_ref.cpp states each one's exact semantics). ----
+    // RMSNorm (spec §4.1) of rows of x [n, dim]: y = bf16(w * (x * (1 / sqrt(ss / dim + eps)))), where ss, the
+    // fp32 sum of squares, is summed in 16 lanes (lane = k mod 16) joined by halving (lanes i and i + 8, then
+    // i + 4, i + 2, i + 1): the order every table computes, so all tables agree bit for bit.
+    void (*rms_norm)(const bf16* x, int64_t n, int dim, const bf16* w, float eps, bf16* y, ThreadPool& pool);
+    // SwiGLU with the V4.1 clamps (spec §5.4, model.py Expert.forward) over gate/up bf16 [n, inter]: up clamped
+    // to [-limit, limit] and gate to <= limit when limit > 0, h = bf16(silu(gate) * up), times row_weight[i]
+    // when given (the routing weight, applied before w2).
+    void (*swiglu)(const bf16* gate, const bf16* up, int64_t n, int inter, float limit, const float* row_weight,
+                   bf16* h, ThreadPool& pool);
+    // RoPE rotation (spec §4.6) in place of `count` vectors (the first rope_dim lanes at x + v * stride):
+    // adjacent lanes (2i, 2i + 1) rotated in fp32 by (cos[i], sin[i]), or by the conjugate when inverse.
+    void (*rope)(bf16* x, int64_t count, int64_t stride, int rope_dim, const float* cos, const float* sin,
+                 bool inverse);
+    // Ratio-2 compressor pooling (spec §5.3.4) of one pair: per lane, a softmax over the two tokens' gates
+    // weights their values: out[k] = bf16(u0 * (e0 / (e0 + e1)) + u1 * (e1 / (e0 + e1))), e = exp(g - max).
+    void (*pair_pool)(const float* u0, const float* g0, const float* u1, const float* g1, int dim, bf16* out);
+    // hc_split_sinkhorn (spec §4.8) of n rows: mixes fp32 [n, (2 + hc) * hc]; scale [3]; base [(2 + hc) * hc];
+    // pre, post [n, hc]; comb [n, hc, hc] with comb[i * hc + j] the weight of input copy i into output copy j.
+    void (*hc_sinkhorn)(const float* mixes, int64_t n, const float* scale, const float* base, int hc, int iters,
+                        float eps, float* pre, float* post, float* comb, ThreadPool& pool);
+    // mHC stream collapse (spec §5.2) of n rows: y[i, k] = bf16( sum_c pre[i, c] * x[i, c, k] ), terms added to
+    // 0 in copy order. x bf16 [n, hc, dim], pre [n, hc], y [n, dim].
+    void (*hc_collapse)(const bf16* x, int64_t n, const float* pre, int hc, int dim, bf16* y, ThreadPool& pool);
+    // mHC expansion (spec §5.2): out[i, j, k] = bf16( post[i, j] * o[i, k] + sum_c comb[i, c, j] * res[i, c, k] ),
+    // the sum added to 0 in copy order first. o [n, dim], res / out [n, hc, dim], post [n, hc], comb [n, hc, hc].
+    void (*hc_expand)(const bf16* o, const bf16* res, int64_t n, const float* post, const float* comb, int hc,
+                      int dim, bf16* out, ThreadPool& pool);
+    // Indexer top-k of one row (spec §5.3.5): the k best of scores[0, width) (k <= width) by (score descending,
+    // entry ascending), NaN above +inf and -0 equal to +0, written as entry numbers in ascending order.
+    void (*topk_entries)(const float* scores, int64_t width, int k, int32_t* out);
+    // Engram row gather (spec §5.5.2): out[i, :] = bf16(e4m3(codes[rows[i], :]) * e8m0(scales[rows[i], k / 32]))
+    // for i < count; codes [*, dim], scales [*, dim / 32], dim % 32 == 0.
+    void (*gather_fp8_rows)(const uint8_t* codes, const uint8_t* scales, int dim, const int64_t* rows,
+                            int64_t count, bf16* out, ThreadPool& pool);
 };
 
 // Table for one ISA (must be supported by this CPU), and the table in use (active_isa()).

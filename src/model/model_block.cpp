@@ -25,9 +25,9 @@ void Model::hc_mixes(const bf16* stream, int64_t n, const F32Matrix& fn, const f
         // One statistic over all copies jointly (spec §5.2 HC).
         float r = 1.0f / std::sqrt(sum / static_cast<float>(width) + static_cast<float>(c.rms_norm_eps));
         for (int m = 0; m < mix; ++m) mixes[i * mix + m] *= r;
-        ops::hc_split_sinkhorn(mixes.data() + i * mix, scale, base, hc, c.hc_sinkhorn_iters, static_cast<float>(c.hc_eps),
-                               pre + i * hc, post + i * hc, comb + i * hc * hc);
     }
+    ops::hc_split_sinkhorn(mixes.data(), n, scale, base, hc, c.hc_sinkhorn_iters, static_cast<float>(c.hc_eps), pre, post,
+                           comb);
 }
 
 void Model::block(Forward& f, int L, bf16* stream, float* pre_in) {
@@ -62,25 +62,21 @@ void Model::run_block(int L, bf16* stream, float* pre_in, int64_t n, const Atten
 
     // Attention sublayer.
     hc_mixes(stream, n, w.hc_attn_fn, w.hc_attn_scale, w.hc_attn_base, pre_a.data(), post_a.data(), comb_a.data());
-    for (int64_t i = 0; i < n; ++i) ops::hc_collapse(stream + i * hc * D, pre_in + i * hc, hc, D, collapsed.data() + i * D);
+    ops::hc_collapse(stream, n, pre_in, hc, D, collapsed.data());
     ops::rms_norm(collapsed.data(), n, D, w.attn_norm, eps, normed.data());
     auto t0 = std::chrono::steady_clock::now();
     attend(normed.data(), sub_out.data());
     if (profiling_) profile_.attention_seconds[L] += seconds_since(t0);
-    for (int64_t i = 0; i < n; ++i)
-        ops::hc_expand(sub_out.data() + i * D, stream + i * hc * D, post_a.data() + i * hc, comb_a.data() + i * hc * hc, hc,
-                       D, next.data() + i * hc * D);
+    ops::hc_expand(sub_out.data(), stream, n, post_a.data(), comb_a.data(), hc, D, next.data());
 
     // FFN sublayer: collapse with the attention sublayer's pre-mix ("one sublayer late").
     hc_mixes(next.data(), n, w.hc_ffn_fn, w.hc_ffn_scale, w.hc_ffn_base, pre_f.data(), post_f.data(), comb_f.data());
-    for (int64_t i = 0; i < n; ++i) ops::hc_collapse(next.data() + i * hc * D, pre_a.data() + i * hc, hc, D, collapsed.data() + i * D);
+    ops::hc_collapse(next.data(), n, pre_a.data(), hc, D, collapsed.data());
     ops::rms_norm(collapsed.data(), n, D, w.ffn_norm, eps, normed.data());
     t0 = std::chrono::steady_clock::now();
     moe(L, normed.data(), n, sub_out.data());
     if (profiling_) profile_.moe_seconds[L] += seconds_since(t0);
-    for (int64_t i = 0; i < n; ++i)
-        ops::hc_expand(sub_out.data() + i * D, next.data() + i * hc * D, post_f.data() + i * hc, comb_f.data() + i * hc * hc,
-                       hc, D, stream + i * hc * D);
+    ops::hc_expand(sub_out.data(), next.data(), n, post_f.data(), comb_f.data(), hc, D, stream);
     std::copy(pre_f.begin(), pre_f.end(), pre_in);
     if (profiling_) profile_.block_seconds[L] += seconds_since(t_block);
 }

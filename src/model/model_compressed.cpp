@@ -8,6 +8,7 @@
 #include <numeric>
 #include <vector>
 
+#include "backend/kernels.h"
 #include "core/check.h"
 #include "core/quant_records.h"
 #include "core/thread_pool.h"
@@ -46,13 +47,9 @@ void candidate_blocks(const float* scores, int64_t width, int64_t n_vis, int top
 // (its nth_element runs over the invisible -inf tail too), which change with the chunking; a fixed rule keeps
 // every row independent of how the prompt was chunked (tests/model/invariants_test.cpp).
 void top_k_row(const float* scores, int64_t width, int k, int64_t n_vis, int32_t* out) {
-    std::vector<int32_t> order(width);
-    std::iota(order.begin(), order.end(), 0);
-    std::partial_sort(order.begin(), order.begin() + k, order.end(), [&](int32_t a, int32_t b) {
-        return scores[a] > scores[b] || (scores[a] == scores[b] && a < b);
-    });
-    std::sort(order.begin(), order.begin() + k);
-    for (int e = 0; e < k; ++e) out[e] = order[e] < n_vis ? order[e] : -1;
+    backend::active_kernels().topk_entries(scores, width, k, out);
+    for (int e = 0; e < k; ++e)
+        if (out[e] >= n_vis) out[e] = -1;
 }
 
 }  // namespace
@@ -91,7 +88,6 @@ void Model::compressed_topk(Forward& f, int L, const bf16* x, const bf16* qr) {
             ops::bf16_to_f32(x, n * D, xf.data());
             ops::linear_f32(xf.data(), n, w.compressor_wkv, u.data());
             ops::linear_f32(xf.data(), n, w.compressor_wgate, g.data());
-            std::vector<float> pooled(hd);
             std::vector<bf16> pooled_bf16(hd), normed(hd);
             for (const SeqChunk& s : f.batch.seqs)
                 for (int32_t r = 0; r < s.n_rows; ++r) {
@@ -114,15 +110,8 @@ void Model::compressed_topk(Forward& f, int L, const bf16* x, const bf16* qr) {
                         u0 = slot;
                         g0 = slot + hd;
                     }
-                    const float* u1 = u.data() + i * hd;
-                    const float* g1 = g.data() + i * hd;
-                    for (int k = 0; k < hd; ++k) {
-                        float mx = std::max(g0[k], g1[k]);
-                        float e0 = std::exp(g0[k] - mx), e1 = std::exp(g1[k] - mx);
-                        float sum = e0 + e1;
-                        pooled[k] = u0[k] * (e0 / sum) + u1[k] * (e1 / sum);
-                    }
-                    ops::f32_to_bf16(pooled.data(), hd, pooled_bf16.data());
+                    backend::active_kernels().pair_pool(u0, g0, u.data() + i * hd, g.data() + i * hd, hd,
+                                                        pooled_bf16.data());
                     ops::rms_norm(pooled_bf16.data(), 1, hd, w.compressor_norm, eps, normed.data());
                     latents.insert(latents.end(), normed.begin(), normed.end());
                     latent_entry.push_back(p / R);

@@ -140,7 +140,7 @@ Status Model::draft(kv::KvPools& pools, const DraftRequest& req, DraftOutput* ou
     // Head on the collapsed stream (last stage's pre-mix), with the last stage's norm.
     const BlockWeights& last = weights_->blocks[c.n_blocks() - 1];
     std::vector<bf16> y(B * D), normed(B * D);
-    for (int r = 0; r < B; ++r) ops::hc_collapse(stream.data() + r * hc * D, pre_in.data() + r * hc, hc, D, y.data() + r * D);
+    ops::hc_collapse(stream.data(), B, pre_in.data(), hc, D, y.data());
     ops::rms_norm(y.data(), B, D, last.dspark_norm, static_cast<float>(c.rms_norm_eps), normed.data());
     std::vector<float> nf(B * D);
     ops::bf16_to_f32(normed.data(), B * D, nf.data());

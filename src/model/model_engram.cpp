@@ -3,6 +3,8 @@
 #include <cmath>
 #include <vector>
 
+#include "backend/kernels.h"
+#include "core/thread_pool.h"
 #include "model/forward_state.h"
 #include "ops/elementwise.h"
 #include "ops/linear.h"
@@ -18,12 +20,8 @@ void Model::engram(Forward& f, int L, bf16* stream) {
 
     // Rows dequantized to bf16 (fp32 product of e4m3 and the per-32 e8m0 scale), in column order.
     std::vector<bf16> gathered(n * cols * ehd);
-    for (int64_t i = 0; i < n * cols; ++i) {
-        int64_t row = ids[i];
-        const uint8_t* q = w.engram_table + row * ehd;
-        const uint8_t* s = w.engram_scale + row * (ehd / 32);
-        for (int k = 0; k < ehd; ++k) gathered[i * ehd + k] = float_to_bf16(e4m3_to_float(q[k]) * e8m0_to_float(s[k / 32]));
-    }
+    backend::active_kernels().gather_fp8_rows(w.engram_table, w.engram_scale, ehd, ids.data(), n * cols,
+                                              gathered.data(), ThreadPool::global());
     std::vector<bf16> kv(n * D * (hc + 1));
     engram_projection(w, gathered.data(), n, kv.data());
 

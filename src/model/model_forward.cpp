@@ -110,7 +110,7 @@ Status Model::forward(kv::KvPools& pools, const ForwardBatch& batch, ForwardOutp
     std::vector<bf16> collapsed(n_out * D), normed(n_out * D);
     for (int64_t o = 0; o < n_out; ++o) {
         int64_t i = batch.logit_rows[o];
-        ops::hc_collapse(stream + i * hc * D, pre_in.data() + i * hc, hc, D, collapsed.data() + o * D);
+        ops::hc_collapse(stream + i * hc * D, 1, pre_in.data() + i * hc, hc, D, collapsed.data() + o * D);
     }
     ops::rms_norm(collapsed.data(), n_out, D, weights_->norm, static_cast<float>(c.rms_norm_eps), normed.data());
     std::vector<float> normed_f32(n_out * D);

@@ -5,31 +5,13 @@
 #include <cmath>
 #include <vector>
 
+#include "backend/kernels.h"
 #include "core/thread_pool.h"
 
 namespace deepinfer::ops {
 
 void rms_norm(const bf16* x, int64_t n, int dim, const bf16* w, float eps, bf16* y) {
-    auto row = [&](int64_t i) {
-        const bf16* xi = x + i * dim;
-        float sum = 0.0f;
-        for (int k = 0; k < dim; ++k) {
-            float v = bf16_to_float(xi[k]);
-            sum += v * v;
-        }
-        float r = 1.0f / std::sqrt(sum / static_cast<float>(dim) + eps);
-        for (int k = 0; k < dim; ++k) {
-            float normed = bf16_to_float(xi[k]) * r;  // x * rsqrt(...) first, then w * that (spec §4.1)
-            y[i * dim + k] = float_to_bf16(bf16_to_float(w[k]) * normed);
-        }
-    };
-    if (n * dim < 65536) {
-        for (int64_t i = 0; i < n; ++i) row(i);
-        return;
-    }
-    ThreadPool::global().parallel_for(static_cast<size_t>(n), [&](size_t b, size_t e, int) {
-        for (size_t i = b; i < e; ++i) row(static_cast<int64_t>(i));
-    });
+    backend::active_kernels().rms_norm(x, n, dim, w, eps, y, ThreadPool::global());
 }
 
 void act_qdq_rows(bf16* x, int64_t n, int dim) {
@@ -78,18 +60,7 @@ float silu(float x) { return x / (1.0f + std::exp(-x)); }
 float softplus(float x) { return x > 20.0f ? x : std::log1p(std::exp(x)); }
 
 void swiglu(const bf16* gate, const bf16* up, int64_t n, int inter, float limit, const float* row_weight, bf16* h) {
-    for (int64_t i = 0; i < n; ++i)
-        for (int k = 0; k < inter; ++k) {
-            float g = bf16_to_float(gate[i * inter + k]);
-            float u = bf16_to_float(up[i * inter + k]);
-            if (limit > 0) {
-                u = std::clamp(u, -limit, limit);
-                g = std::min(g, limit);
-            }
-            float v = silu(g) * u;
-            if (row_weight) v = row_weight[i] * v;  // routing weight before w2 (spec §5.4 step 5)
-            h[i * inter + k] = float_to_bf16(v);
-        }
+    backend::active_kernels().swiglu(gate, up, n, inter, limit, row_weight, h, ThreadPool::global());
 }
 
 }  // namespace deepinfer::ops

@@ -8,7 +8,8 @@
 
 namespace deepinfer::ops {
 
-// y = bf16(w * (x * rsqrt(mean(x^2) + eps))) per row of x [n, dim] (fp32 math from bf16 inputs).
+// y = bf16(w * (x * rsqrt(mean(x^2) + eps))) per row of x [n, dim] (fp32 math from bf16 inputs); the active
+// kernel table's rms_norm (backend/kernels.h: the order of the sum).
 void rms_norm(const bf16* x, int64_t n, int dim, const bf16* w, float eps, bf16* y);
 // fp8 QDQ in place over every group of 32 of each row (window KV, spec §5.3.2).
 void act_qdq_rows(bf16* x, int64_t n, int dim);
@@ -21,7 +22,7 @@ void f32_to_bf16(const float* x, int64_t count, bf16* y);
 
 // SwiGLU with the V4.1 clamps (model.py Expert.forward): up clamped to [-limit, limit], gate to <= limit,
 // h = silu(gate) * up, optionally times a per-row routing weight; returns bf16 h [n, inter].
-// gate/up are bf16 [n, inter] GEMM outputs.
+// gate/up are bf16 [n, inter] GEMM outputs. The active kernel table's swiglu.
 void swiglu(const bf16* gate, const bf16* up, int64_t n, int inter, float limit, const float* row_weight, bf16* h);
 
 float silu(float x);

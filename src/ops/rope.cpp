@@ -5,9 +5,14 @@
 #include <algorithm>
 #include <cmath>
 
+#include "backend/kernels.h"
+#include "core/check.h"
+
 namespace deepinfer::ops {
 
 Rope::Rope(const RopeParams& p) : rope_dim_(p.rope_dim) {
+    DI_CHECK_MSG(p.rope_dim > 0 && p.rope_dim % 2 == 0 && p.rope_dim <= 512, "RoPE needs an even rope_dim <= 512, got {}",
+                 p.rope_dim);
     const int half = p.rope_dim / 2;
     freqs_.resize(half);
     for (int i = 0; i < half; ++i) {
@@ -43,20 +48,9 @@ void Rope::angles(int64_t pos, float* cos_out, float* sin_out) const {
 }
 
 void Rope::apply(bf16* x, int64_t count, int64_t stride, int64_t pos, bool inverse) const {
-    const int half = rope_dim_ / 2;
     float c[256], s[256];
     angles(pos, c, s);
-    for (int64_t v = 0; v < count; ++v) {
-        bf16* p = x + v * stride;
-        for (int i = 0; i < half; ++i) {
-            float re = bf16_to_float(p[2 * i]), im = bf16_to_float(p[2 * i + 1]);
-            float si = inverse ? -s[i] : s[i];
-            float out_re = re * c[i] - im * si;
-            float out_im = re * si + im * c[i];
-            p[2 * i] = float_to_bf16(out_re);
-            p[2 * i + 1] = float_to_bf16(out_im);
-        }
-    }
+    backend::active_kernels().rope(x, count, stride, rope_dim_, c, s, inverse);
 }
 
 }  // namespace deepinfer::ops

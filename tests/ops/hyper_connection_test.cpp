@@ -1,6 +1,6 @@
-// The 4-copy stream collapse / expansion (spec §5.2, model.py Block.hc_pre / hc_post) against their formulas
-// written out per element, bit for bit: the ops run over column blocks so they vectorize, and must still sum
-// each output's terms in the reference's order (from 0, copy by copy) and round once to bf16. Widths that are
+// The 4-copy stream collapse / expansion (spec §5.2, model.py Block.hc_pre / hc_post) of every kernel table
+// (scalar, and each SIMD table this CPU runs) against their formulas written out per element, bit for bit:
+// each output sums its terms in the reference's order (from 0, copy by copy) and rounds once to bf16. Widths that are
 // and are not multiples of the column block, with NaN, infinities and signed zeros in the stream.
 #include <gtest/gtest.h>
 
@@ -10,8 +10,10 @@
 #include <random>
 #include <vector>
 
+#include "backend/kernels.h"
 #include "core/numeric.h"
-#include "ops/hyper_connection.h"
+#include "core/thread_pool.h"
+#include "op_harness.h"
 
 namespace deepinfer {
 namespace {
@@ -58,27 +60,50 @@ Row ordered_row(int hc, int dim) {
 
 TEST(HyperConnection, CollapseAndExpandFollowTheirFormulas) {
     const int hc = 4;
-    for (int dim : {5120, 256, 100, 300, 1})
-        for (bool ordered : {false, true}) {
-            SCOPED_TRACE("dim " + std::to_string(dim) + (ordered ? " order-sensitive" : " random"));
-            const Row r = ordered ? ordered_row(hc, dim) : make_row(hc, dim, static_cast<uint64_t>(dim));
-            std::vector<bf16> y(dim), out(static_cast<size_t>(hc) * dim);
-            ops::hc_collapse(r.x.data(), r.pre, hc, dim, y.data());
-            ops::hc_expand(r.o.data(), r.x.data(), r.post, r.comb, hc, dim, out.data());
-            for (int k = 0; k < dim; ++k) {
-                float sum = 0.0f;
-                for (int c = 0; c < hc; ++c) sum += r.pre[c] * bf16_to_float(r.x[c * dim + k]);
-                ASSERT_EQ(y[k].bits, float_to_bf16(sum).bits) << "collapse column " << k;
-            }
-            for (int j = 0; j < hc; ++j)
-                for (int k = 0; k < dim; ++k) {
-                    float mixed = 0.0f;
-                    for (int i = 0; i < hc; ++i) mixed += r.comb[i * hc + j] * bf16_to_float(r.x[i * dim + k]);
-                    const float want = r.post[j] * bf16_to_float(r.o[k]) + mixed;
-                    ASSERT_EQ(out[j * dim + k].bits, float_to_bf16(want).bits)
-                        << "expand copy " << j << " column " << k;
-                }
+    std::vector<const backend::Kernels*> tables = testing::simd_tables();
+    tables.insert(tables.begin(), &backend::ref::kernels());
+    for (int dim : {5120, 256, 100, 300, 1}) {
+        // Three rows in one call: random, order-sensitive, random.
+        const Row rows[3] = {make_row(hc, dim, static_cast<uint64_t>(dim)), ordered_row(hc, dim),
+                             make_row(hc, dim, static_cast<uint64_t>(dim) + 1)};
+        const int64_t n = 3;
+        std::vector<bf16> x, o;
+        std::vector<float> pre, post, comb;
+        for (const Row& r : rows) {
+            x.insert(x.end(), r.x.begin(), r.x.end());
+            o.insert(o.end(), r.o.begin(), r.o.end());
+            pre.insert(pre.end(), r.pre, r.pre + hc);
+            post.insert(post.end(), r.post, r.post + hc);
+            comb.insert(comb.end(), r.comb, r.comb + hc * hc);
         }
+        for (const backend::Kernels* table : tables)
+            for (int threads : {1, 2}) {
+                SCOPED_TRACE(fmt::format("{} threads {} dim {}", isa_name(table->isa), threads, dim));
+                ThreadPool pool(threads);
+                testing::Guarded<bf16> y(n * dim), out(n * hc * dim);
+                table->hc_collapse(x.data(), n, pre.data(), hc, dim, y.data(), pool);
+                table->hc_expand(o.data(), x.data(), n, post.data(), comb.data(), hc, dim, out.data(), pool);
+                ASSERT_TRUE(y.guards_intact());
+                ASSERT_TRUE(out.guards_intact());
+                for (int64_t i = 0; i < n; ++i) {
+                    const Row& r = rows[i];
+                    for (int k = 0; k < dim; ++k) {
+                        float sum = 0.0f;
+                        for (int c = 0; c < hc; ++c) sum += r.pre[c] * bf16_to_float(r.x[c * dim + k]);
+                        ASSERT_EQ(y.data()[i * dim + k].bits, float_to_bf16(sum).bits)
+                            << "collapse row " << i << " column " << k;
+                    }
+                    for (int j = 0; j < hc; ++j)
+                        for (int k = 0; k < dim; ++k) {
+                            float mixed = 0.0f;
+                            for (int c = 0; c < hc; ++c) mixed += r.comb[c * hc + j] * bf16_to_float(r.x[c * dim + k]);
+                            const float want = r.post[j] * bf16_to_float(r.o[k]) + mixed;
+                            ASSERT_EQ(out.data()[(i * hc + j) * dim + k].bits, float_to_bf16(want).bits)
+                                << "expand row " << i << " copy " << j << " column " << k;
+                        }
+                }
+            }
+    }
 }
 
 }  // namespace

@@ -11,7 +11,11 @@ const IsaOps& avx2_ops() {
                                avx2::decode_acts, avx2::gemm_fp8,       avx2::gemm_fp4,
                                avx2::gemm_bf16,   avx2::gemm_f32_bf16w, avx2::gemm_f32,
                                avx2::sparse_attn, avx2::index_scores,   avx2::read_stream,
-                               avx2::fma_loop,    avx2::dot_loop,       8};
+                               avx2::fma_loop,    avx2::dot_loop,       8,
+                               avx2::rms_norm_rows, avx2::swiglu_rows, avx2::rope,
+                               avx2::pair_pool, avx2::hc_sinkhorn_rows, avx2::hc_collapse_rows,
+                               avx2::hc_expand_rows, avx2::order_keys, avx2::select_entries,
+                               avx2::gather_fp8_rows};
     return ops;
 }
 
@@ -20,7 +24,11 @@ const IsaOps& avx512_ops() {
                                avx512::decode_acts, avx512::gemm_fp8,       avx512::gemm_fp4,
                                avx512::gemm_bf16,   avx512::gemm_f32_bf16w, avx512::gemm_f32,
                                avx512::sparse_attn, avx512::index_scores,   avx512::read_stream,
-                               avx512::fma_loop,    avx512::dot_loop,       16};
+                               avx512::fma_loop,    avx512::dot_loop,       16,
+                               avx512::rms_norm_rows, avx512::swiglu_rows, avx512::rope,
+                               avx512::pair_pool, avx512::hc_sinkhorn_rows, avx512::hc_collapse_rows,
+                               avx512::hc_expand_rows, avx512::order_keys, avx512::select_entries,
+                               avx512::gather_fp8_rows};
     return ops;
 }
 
@@ -69,6 +77,38 @@ struct Entries {
                              float* out, int64_t ldo, ThreadPool& pool) {
         cpu::index_scores(Ops(), q, m, heads, dim, keys, n, w, out, ldo, pool);
     }
+    static void rms_norm(const bf16* x, int64_t n, int dim, const bf16* w, float eps, bf16* y, ThreadPool& pool) {
+        cpu::rms_norm(Ops(), x, n, dim, w, eps, y, pool);
+    }
+    static void swiglu(const bf16* gate, const bf16* up, int64_t n, int inter, float limit, const float* row_weight,
+                       bf16* h, ThreadPool& pool) {
+        cpu::swiglu(Ops(), gate, up, n, inter, limit, row_weight, h, pool);
+    }
+    static void rope(bf16* x, int64_t count, int64_t stride, int rope_dim, const float* cos, const float* sin,
+                     bool inverse) {
+        Ops().rope(x, count, stride, rope_dim, cos, sin, inverse);
+    }
+    static void pair_pool(const float* u0, const float* g0, const float* u1, const float* g1, int dim, bf16* out) {
+        Ops().pair_pool(u0, g0, u1, g1, dim, out);
+    }
+    static void hc_sinkhorn(const float* mixes, int64_t n, const float* scale, const float* base, int hc, int iters,
+                            float eps, float* pre, float* post, float* comb, ThreadPool& pool) {
+        cpu::hc_sinkhorn(Ops(), mixes, n, scale, base, hc, iters, eps, pre, post, comb, pool);
+    }
+    static void hc_collapse(const bf16* x, int64_t n, const float* pre, int hc, int dim, bf16* y, ThreadPool& pool) {
+        cpu::hc_collapse(Ops(), x, n, pre, hc, dim, y, pool);
+    }
+    static void hc_expand(const bf16* o, const bf16* res, int64_t n, const float* post, const float* comb, int hc,
+                          int dim, bf16* out, ThreadPool& pool) {
+        cpu::hc_expand(Ops(), o, res, n, post, comb, hc, dim, out, pool);
+    }
+    static void topk_entries(const float* scores, int64_t width, int k, int32_t* out) {
+        cpu::topk_entries(Ops(), scores, width, k, out);
+    }
+    static void gather_fp8_rows(const uint8_t* codes, const uint8_t* scales, int dim, const int64_t* rows,
+                                int64_t count, bf16* out, ThreadPool& pool) {
+        cpu::gather_fp8_rows(Ops(), codes, scales, dim, rows, count, out, pool);
+    }
     static Kernels table(Isa isa) {
         return Kernels{.isa = isa,
                        .prepare_fp8 = prepare_fp8,
@@ -84,7 +124,16 @@ struct Entries {
                        .gemm_f32_bf16w = gemm_f32_bf16w,
                        .gemm_f32 = gemm_f32,
                        .sparse_attn = sparse_attn,
-                       .index_scores = index_scores};
+                       .index_scores = index_scores,
+                       .rms_norm = rms_norm,
+                       .swiglu = swiglu,
+                       .rope = rope,
+                       .pair_pool = pair_pool,
+                       .hc_sinkhorn = hc_sinkhorn,
+                       .hc_collapse = hc_collapse,
+                       .hc_expand = hc_expand,
+                       .topk_entries = topk_entries,
+                       .gather_fp8_rows = gather_fp8_rows};
     }
 };
 

@@ -28,6 +28,18 @@ void sparse_attn(const IsaOps& ops, const bf16* q, int64_t m, int heads, int dim
                  int topk, const float* sink, float scale, bf16* out, ThreadPool& pool);
 void index_scores(const IsaOps& ops, const bf16* q, int64_t m, int heads, int dim, const bf16* keys, int64_t n,
                   const bf16* w, float* out, int64_t ldo, ThreadPool& pool);
+void rms_norm(const IsaOps& ops, const bf16* x, int64_t n, int dim, const bf16* w, float eps, bf16* y, ThreadPool& pool);
+void swiglu(const IsaOps& ops, const bf16* gate, const bf16* up, int64_t n, int inter, float limit,
+            const float* row_weight, bf16* h, ThreadPool& pool);
+void hc_sinkhorn(const IsaOps& ops, const float* mixes, int64_t n, const float* scale, const float* base, int hc,
+                 int iters, float eps, float* pre, float* post, float* comb, ThreadPool& pool);
+void hc_collapse(const IsaOps& ops, const bf16* x, int64_t n, const float* pre, int hc, int dim, bf16* y,
+                 ThreadPool& pool);
+void hc_expand(const IsaOps& ops, const bf16* o, const bf16* res, int64_t n, const float* post, const float* comb,
+               int hc, int dim, bf16* out, ThreadPool& pool);
+void topk_entries(const IsaOps& ops, const float* scores, int64_t width, int k, int32_t* out);
+void gather_fp8_rows(const IsaOps& ops, const uint8_t* codes, const uint8_t* scales, int dim, const int64_t* rows,
+                     int64_t count, bf16* out, ThreadPool& pool);
 
 // Run fn(begin, end, thread) over [0, n) in chunks of `chunk` claimed dynamically by the pool's threads:
 // a thread that starts late (preempted on a busy machine) takes fewer chunks instead of holding up the call.
@@ -38,7 +50,7 @@ void for_chunks(ThreadPool& pool, int64_t n, int64_t chunk, const std::function<
 
 // Per-thread scratch, grown on demand and kept for the thread's lifetime (pool threads are long-lived).
 struct ThreadScratch {
-    AlignedBuffer acts, act_scales, gemm, pack, attn;
+    AlignedBuffer acts, act_scales, gemm, pack, attn, topk;
 };
 ThreadScratch& thread_scratch();
 

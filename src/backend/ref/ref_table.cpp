@@ -40,7 +40,16 @@ const Kernels& kernels() {
                                   .gemm_f32_bf16w = gemm_f32_bf16w,
                                   .gemm_f32 = gemm_f32,
                                   .sparse_attn = sparse_attn,
-                                  .index_scores = index_scores};
+                                  .index_scores = index_scores,
+                                  .rms_norm = rms_norm,
+                                  .swiglu = swiglu,
+                                  .rope = rope,
+                                  .pair_pool = pair_pool,
+                                  .hc_sinkhorn = hc_sinkhorn,
+                                  .hc_collapse = hc_collapse,
+                                  .hc_expand = hc_expand,
+                                  .topk_entries = topk_entries,
+                                  .gather_fp8_rows = gather_fp8_rows};
     return table;
 }
 

@@ -131,7 +131,30 @@ struct IsaOps {
     float (*fma_loop)(int64_t iters);
     float (*dot_loop)(int64_t iters);
     int vector_floats;  // fp32 lanes of the probe loops' registers
+
+    // Row-wise ops (Kernels::rms_norm ... gather_fp8_rows, same semantics) over rows [r0, r1) of the full
+    // arrays; the drivers in cpu_rowwise.cpp split the rows over the pool.
+    void (*rms_norm_rows)(const bf16* x, int dim, const bf16* w, float eps, bf16* y, int64_t r0, int64_t r1);
+    void (*swiglu_rows)(const bf16* gate, const bf16* up, int inter, float limit, const float* row_weight, bf16* h,
+                        int64_t r0, int64_t r1);
+    void (*rope)(bf16* x, int64_t count, int64_t stride, int rope_dim, const float* cos, const float* sin,
+                 bool inverse);
+    void (*pair_pool)(const float* u0, const float* g0, const float* u1, const float* g1, int dim, bf16* out);
+    // hc <= kMaxSimdHc (the driver uses the reference beyond).
+    void (*hc_sinkhorn_rows)(const float* mixes, const float* scale, const float* base, int hc, int iters, float eps,
+                             float* pre, float* post, float* comb, int64_t r0, int64_t r1);
+    void (*hc_collapse_rows)(const bf16* x, const float* pre, int hc, int dim, bf16* y, int64_t r0, int64_t r1);
+    void (*hc_expand_rows)(const bf16* o, const bf16* res, const float* post, const float* comb, int hc, int dim,
+                           bf16* out, int64_t r0, int64_t r1);
+    // topk_entries in two passes around a radix select: keys[j] = ref::topk_order_key(scores[j]); then the
+    // entries with key > threshold and the first `ties` with key == threshold, ascending; returns their count.
+    void (*order_keys)(const float* scores, int64_t n, uint32_t* keys);
+    int64_t (*select_entries)(const uint32_t* keys, int64_t n, uint32_t threshold, int64_t ties, int32_t* out);
+    void (*gather_fp8_rows)(const uint8_t* codes, const uint8_t* scales, int dim, const int64_t* rows, bf16* out,
+                            int64_t r0, int64_t r1);
 };
+// The widest hc the SIMD Sinkhorn keeps in registers (the released model has 4).
+inline constexpr int kMaxSimdHc = 8;
 
 // The routines of each ISA; which ones exist is decided by the CPU in cpu_tables.cpp.
 const IsaOps& avx2_ops();
@@ -152,6 +175,21 @@ const IsaOps& avx512_ops();
     uint64_t read_stream(const uint8_t* p, size_t bytes);                                                   \
     float fma_loop(int64_t iters);                                                                          \
     float dot_loop(int64_t iters);                                                                          \
+    void rms_norm_rows(const bf16* x, int dim, const bf16* w, float eps, bf16* y, int64_t r0, int64_t r1);  \
+    void swiglu_rows(const bf16* gate, const bf16* up, int inter, float limit, const float* row_weight,     \
+                     bf16* h, int64_t r0, int64_t r1);                                                      \
+    void rope(bf16* x, int64_t count, int64_t stride, int rope_dim, const float* cos, const float* sin,     \
+              bool inverse);                                                                                \
+    void pair_pool(const float* u0, const float* g0, const float* u1, const float* g1, int dim, bf16* out); \
+    void hc_sinkhorn_rows(const float* mixes, const float* scale, const float* base, int hc, int iters,     \
+                          float eps, float* pre, float* post, float* comb, int64_t r0, int64_t r1);         \
+    void hc_collapse_rows(const bf16* x, const float* pre, int hc, int dim, bf16* y, int64_t r0, int64_t r1); \
+    void hc_expand_rows(const bf16* o, const bf16* res, const float* post, const float* comb, int hc,       \
+                        int dim, bf16* out, int64_t r0, int64_t r1);                                        \
+    void order_keys(const float* scores, int64_t n, uint32_t* keys);                                        \
+    int64_t select_entries(const uint32_t* keys, int64_t n, uint32_t threshold, int64_t ties, int32_t* out); \
+    void gather_fp8_rows(const uint8_t* codes, const uint8_t* scales, int dim, const int64_t* rows,         \
+                         bf16* out, int64_t r0, int64_t r1);                                                \
     }
 DEEPINFER_DECLARE_ISA_OPS(avx2)
 DEEPINFER_DECLARE_ISA_OPS(avx512)

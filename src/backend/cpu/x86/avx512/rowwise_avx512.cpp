@@ -1,0 +1,257 @@
+// AVX-512 row-wise ops (Kernels::rms_norm ... gather_fp8_rows). Everything but exp() is the scalar
+// reference's fp32 operation sequence (separate multiplies and adds, the reference's summation orders), so
+// those results match it bit for bit; the exp-based ops (SwiGLU, pair pooling, Sinkhorn) use exp_ps
+// (about 1 ulp) where the reference calls expf. Tails are masked, so no access leaves the rows.
+#include <immintrin.h>
+
+#include <cstdint>
+
+#include "backend/cpu/x86/avx512/avx512_common.h"
+#include "backend/cpu/x86/isa_ops.h"
+
+namespace deepinfer::backend::cpu::avx512 {
+namespace {
+
+inline __m512 load_bf16(const bf16* p, __mmask16 m) { return from_bf16(_mm256_maskz_loadu_epi16(m, p)); }
+inline void store_bf16(bf16* p, __m512 v, __mmask16 m) { _mm256_mask_storeu_epi16(p, m, to_bf16(v)); }
+inline __mmask16 tail_mask(int64_t left) { return lane_mask(left); }
+inline __m512 neg(__m512 v) { return _mm512_xor_ps(v, _mm512_set1_ps(-0.0f)); }
+
+}  // namespace
+
+void rms_norm_rows(const bf16* x, int dim, const bf16* w, float eps, bf16* y, int64_t r0, int64_t r1) {
+    for (int64_t i = r0; i < r1; ++i) {
+        const bf16* xi = x + i * dim;
+        __m512 acc = _mm512_setzero_ps();  // lane l sums the squares of columns k = l mod 16
+        for (int k = 0; k < dim; k += 16) {
+            const __m512 v = load_bf16(xi + k, tail_mask(dim - k));
+            acc = _mm512_add_ps(acc, _mm512_mul_ps(v, v));
+        }
+        // halving: lanes (i, i + 8), (i, i + 4), (i, i + 2), (i, i + 1)
+        const __m256 s8 = _mm256_add_ps(_mm512_castps512_ps256(acc), _mm512_extractf32x8_ps(acc, 1));
+        const __m128 s4 = _mm_add_ps(_mm256_castps256_ps128(s8), _mm256_extractf128_ps(s8, 1));
+        const __m128 s2 = _mm_add_ps(s4, _mm_movehl_ps(s4, s4));
+        const float sum = _mm_cvtss_f32(_mm_add_ss(s2, _mm_movehdup_ps(s2)));
+        const float r = 1.0f / __builtin_sqrtf(sum / static_cast<float>(dim) + eps);
+        const __m512 rv = _mm512_set1_ps(r);
+        for (int k = 0; k < dim; k += 16) {
+            const __mmask16 m = tail_mask(dim - k);
+            const __m512 normed = _mm512_mul_ps(load_bf16(xi + k, m), rv);
+            store_bf16(y + i * dim + k, _mm512_mul_ps(load_bf16(w + k, m), normed), m);
+        }
+    }
+}
+
+void swiglu_rows(const bf16* gate, const bf16* up, int inter, float limit, const float* row_weight, bf16* h,
+                 int64_t r0, int64_t r1) {
+    const __m512 hi = _mm512_set1_ps(limit), lo = _mm512_set1_ps(-limit), one = _mm512_set1_ps(1.0f);
+    for (int64_t i = r0; i < r1; ++i) {
+        const int64_t base = i * inter;
+        for (int k = 0; k < inter; k += 16) {
+            const __mmask16 m = tail_mask(inter - k);
+            __m512 g = load_bf16(gate + base + k, m), u = load_bf16(up + base + k, m);
+            if (limit > 0) {
+                // min / max return their second operand on NaN: NaN passes, as through std::clamp / std::min
+                u = _mm512_min_ps(hi, _mm512_max_ps(lo, u));
+                g = _mm512_min_ps(hi, g);
+            }
+            __m512 v = _mm512_mul_ps(_mm512_div_ps(g, _mm512_add_ps(one, exp_ps(neg(g)))), u);
+            if (row_weight) v = _mm512_mul_ps(_mm512_set1_ps(row_weight[i]), v);
+            store_bf16(h + base + k, v, m);
+        }
+    }
+}
+
+void rope(bf16* x, int64_t count, int64_t stride, int rope_dim, const float* cos, const float* sin, bool inverse) {
+    // Per lane pair (2i, 2i + 1): x * (c, c) + swap(x) * (-s, s) is (re c - im s, im c + re s) exactly.
+    alignas(64) float cc[512], ss[512];
+    for (int i = 0; i < rope_dim / 2; ++i) {
+        const float s = inverse ? -sin[i] : sin[i];
+        cc[2 * i] = cc[2 * i + 1] = cos[i];
+        ss[2 * i] = -s;
+        ss[2 * i + 1] = s;
+    }
+    for (int64_t v = 0; v < count; ++v) {
+        bf16* p = x + v * stride;
+        for (int k = 0; k < rope_dim; k += 16) {
+            const __mmask16 m = tail_mask(rope_dim - k);
+            const __m512 xv = load_bf16(p + k, m);
+            const __m512 sw = _mm512_permute_ps(xv, 0xb1);
+            const __m512 out = _mm512_add_ps(_mm512_mul_ps(xv, _mm512_load_ps(cc + k)),
+                                             _mm512_mul_ps(sw, _mm512_load_ps(ss + k)));
+            store_bf16(p + k, out, m);
+        }
+    }
+}
+
+void pair_pool(const float* u0, const float* g0, const float* u1, const float* g1, int dim, bf16* out) {
+    for (int k = 0; k < dim; k += 16) {
+        const __mmask16 m = tail_mask(dim - k);
+        const __m512 a = _mm512_maskz_loadu_ps(m, g0 + k), b = _mm512_maskz_loadu_ps(m, g1 + k);
+        const __m512 mx = _mm512_max_ps(b, a);  // std::max(a, b): a unless a < b
+        const __m512 e0 = exp_ps(_mm512_sub_ps(a, mx)), e1 = exp_ps(_mm512_sub_ps(b, mx));
+        const __m512 sum = _mm512_add_ps(e0, e1);
+        const __m512 v = _mm512_add_ps(_mm512_mul_ps(_mm512_maskz_loadu_ps(m, u0 + k), _mm512_div_ps(e0, sum)),
+                                       _mm512_mul_ps(_mm512_maskz_loadu_ps(m, u1 + k), _mm512_div_ps(e1, sum)));
+        store_bf16(out + k, v, m);
+    }
+}
+
+void hc_sinkhorn_rows(const float* mixes, const float* scale, const float* base, int hc, int iters, float eps,
+                      float* pre, float* post, float* comb, int64_t r0, int64_t r1) {
+    // 16 rows at a time, one per lane: every step of the reference's per-row sequence on 16 rows at once.
+    const int mix = (2 + hc) * hc;
+    const __m512 one = _mm512_set1_ps(1.0f), two = _mm512_set1_ps(2.0f), ev = _mm512_set1_ps(eps);
+    const __m512 s0 = _mm512_set1_ps(scale[0]), s1 = _mm512_set1_ps(scale[1]), s2 = _mm512_set1_ps(scale[2]);
+    __m512 C[kMaxSimdHc * kMaxSimdHc];
+    alignas(64) float lanes[16];
+    for (int64_t r = r0; r < r1; r += 16) {
+        const int rows = static_cast<int>(r1 - r < 16 ? r1 - r : 16);
+        const __mmask16 m = tail_mask(rows);
+        const __m512i row_offsets = _mm512_mullo_epi32(_mm512_set_epi32(15, 14, 13, 12, 11, 10, 9, 8, 7, 6, 5, 4, 3,
+                                                                         2, 1, 0),
+                                                       _mm512_set1_epi32(mix));
+        auto load_mix = [&](int j) {
+            return _mm512_mask_i32gather_ps(_mm512_setzero_ps(), m, row_offsets, mixes + r * mix + j, 4);
+        };
+        auto store_lanes = [&](__m512 v, float* dst, int per_row, int j) {
+            _mm512_store_ps(lanes, v);
+            for (int l = 0; l < rows; ++l) dst[(r + l) * per_row + j] = lanes[l];
+        };
+        for (int c = 0; c < hc; ++c) {
+            const __m512 zp = _mm512_add_ps(_mm512_mul_ps(load_mix(c), s0), _mm512_set1_ps(base[c]));
+            const __m512 zq = _mm512_add_ps(_mm512_mul_ps(load_mix(hc + c), s1), _mm512_set1_ps(base[hc + c]));
+            store_lanes(_mm512_add_ps(_mm512_div_ps(one, _mm512_add_ps(one, exp_ps(neg(zp)))), ev), pre, hc, c);
+            store_lanes(_mm512_mul_ps(two, _mm512_div_ps(one, _mm512_add_ps(one, exp_ps(neg(zq))))), post, hc, c);
+        }
+        for (int i = 0; i < hc * hc; ++i)
+            C[i] = _mm512_add_ps(_mm512_mul_ps(load_mix(2 * hc + i), s2), _mm512_set1_ps(base[2 * hc + i]));
+        for (int i = 0; i < hc; ++i) {  // row softmax + eps
+            __m512 mx = C[i * hc];
+            for (int j = 1; j < hc; ++j) mx = _mm512_max_ps(C[i * hc + j], mx);  // std::max(mx, c)
+            __m512 sum = _mm512_setzero_ps();
+            for (int j = 0; j < hc; ++j) {
+                C[i * hc + j] = exp_ps(_mm512_sub_ps(C[i * hc + j], mx));
+                sum = _mm512_add_ps(sum, C[i * hc + j]);
+            }
+            for (int j = 0; j < hc; ++j) C[i * hc + j] = _mm512_add_ps(_mm512_div_ps(C[i * hc + j], sum), ev);
+        }
+        auto normalize_columns = [&] {
+            for (int j = 0; j < hc; ++j) {
+                __m512 sum = _mm512_setzero_ps();
+                for (int i = 0; i < hc; ++i) sum = _mm512_add_ps(sum, C[i * hc + j]);
+                const __m512 d = _mm512_add_ps(sum, ev);
+                for (int i = 0; i < hc; ++i) C[i * hc + j] = _mm512_div_ps(C[i * hc + j], d);
+            }
+        };
+        auto normalize_rows = [&] {
+            for (int i = 0; i < hc; ++i) {
+                __m512 sum = _mm512_setzero_ps();
+                for (int j = 0; j < hc; ++j) sum = _mm512_add_ps(sum, C[i * hc + j]);
+                const __m512 d = _mm512_add_ps(sum, ev);
+                for (int j = 0; j < hc; ++j) C[i * hc + j] = _mm512_div_ps(C[i * hc + j], d);
+            }
+        };
+        normalize_columns();
+        for (int it = 0; it < iters - 1; ++it) {
+            normalize_rows();
+            normalize_columns();
+        }
+        for (int i = 0; i < hc * hc; ++i) store_lanes(C[i], comb, hc * hc, i);
+    }
+}
+
+void hc_collapse_rows(const bf16* x, const float* pre, int hc, int dim, bf16* y, int64_t r0, int64_t r1) {
+    for (int64_t i = r0; i < r1; ++i)
+        for (int k = 0; k < dim; k += 16) {
+            const __mmask16 m = tail_mask(dim - k);
+            __m512 sum = _mm512_setzero_ps();
+            for (int c = 0; c < hc; ++c)
+                sum = _mm512_add_ps(sum, _mm512_mul_ps(_mm512_set1_ps(pre[i * hc + c]),
+                                                       load_bf16(x + (i * hc + c) * dim + k, m)));
+            store_bf16(y + i * dim + k, sum, m);
+        }
+}
+
+void hc_expand_rows(const bf16* o, const bf16* res, const float* post, const float* comb, int hc, int dim, bf16* out,
+                    int64_t r0, int64_t r1) {
+    for (int64_t i = r0; i < r1; ++i)
+        for (int k = 0; k < dim; k += 16) {
+            const __mmask16 m = tail_mask(dim - k);
+            const __m512 ov = load_bf16(o + i * dim + k, m);
+            __m512 rv[kMaxSimdHc];  // the copies' columns, loaded once when they fit
+            const bool cached = hc <= kMaxSimdHc;
+            for (int c = 0; cached && c < hc; ++c) rv[c] = load_bf16(res + (i * hc + c) * dim + k, m);
+            for (int j = 0; j < hc; ++j) {
+                __m512 mixed = _mm512_setzero_ps();
+                for (int c = 0; c < hc; ++c) {
+                    const __m512 rc = cached ? rv[c] : load_bf16(res + (i * hc + c) * dim + k, m);
+                    mixed = _mm512_add_ps(mixed, _mm512_mul_ps(_mm512_set1_ps(comb[(i * hc + c) * hc + j]), rc));
+                }
+                const __m512 v = _mm512_add_ps(_mm512_mul_ps(_mm512_set1_ps(post[i * hc + j]), ov), mixed);
+                store_bf16(out + (i * hc + j) * dim + k, v, m);
+            }
+        }
+}
+
+void order_keys(const float* scores, int64_t n, uint32_t* keys) {
+    const __m512i sign = _mm512_set1_epi32(static_cast<int>(0x80000000u));
+    for (int64_t j = 0; j < n; j += 16) {
+        const __mmask16 m = tail_mask(n - j);
+        const __m512 v = _mm512_maskz_loadu_ps(m, scores + j);
+        const __m512i u = _mm512_castps_si512(v);
+        // positive: u | sign; negative: ~u (u xor all ones); -0 like +0; NaN above everything
+        __m512i key = _mm512_xor_si512(u, _mm512_or_si512(_mm512_srai_epi32(u, 31), sign));
+        key = _mm512_mask_mov_epi32(key, _mm512_cmp_ps_mask(v, _mm512_setzero_ps(), _CMP_EQ_OQ), sign);
+        key = _mm512_mask_mov_epi32(key, _mm512_cmp_ps_mask(v, v, _CMP_UNORD_Q), _mm512_set1_epi32(-1));
+        _mm512_mask_storeu_epi32(keys + j, m, key);
+    }
+}
+
+int64_t select_entries(const uint32_t* keys, int64_t n, uint32_t threshold, int64_t ties, int32_t* out) {
+    const __m512i t = _mm512_set1_epi32(static_cast<int>(threshold));
+    __m512i idx = _mm512_set_epi32(15, 14, 13, 12, 11, 10, 9, 8, 7, 6, 5, 4, 3, 2, 1, 0);
+    const __m512i step = _mm512_set1_epi32(16);
+    int64_t count = 0;
+    for (int64_t j = 0; j < n; j += 16, idx = _mm512_add_epi32(idx, step)) {
+        const __mmask16 m = tail_mask(n - j);
+        const __m512i key = _mm512_maskz_loadu_epi32(m, keys + j);
+        const __mmask16 above = _mm512_mask_cmpgt_epu32_mask(m, key, t);
+        uint32_t equal = _mm512_mask_cmpeq_epi32_mask(m, key, t);
+        const int eq = __builtin_popcount(equal);
+        if (eq > ties) equal = _pdep_u32((1u << ties) - 1u, equal);  // the lowest `ties` of them
+        ties -= eq > ties ? ties : eq;
+        const __mmask16 take = static_cast<__mmask16>(above | equal);
+        const int got = __builtin_popcount(take);
+        // compress in a register, then a masked store (a compressing store to memory is slow on Zen 4)
+        _mm512_mask_storeu_epi32(out + count, static_cast<__mmask16>((1u << got) - 1u),
+                                 _mm512_maskz_compress_epi32(take, idx));
+        count += got;
+    }
+    return count;
+}
+
+void gather_fp8_rows(const uint8_t* codes, const uint8_t* scales, int dim, const int64_t* rows, bf16* out, int64_t r0,
+                     int64_t r1) {
+    // e4m3 -> fp32 by arithmetic (as x86_tables.h e4m3_magnitude_bf16): normal codes move the exponent
+    // (bias 7 -> 127) and mantissa into place, subnormals are m * 2^-9, 0x7f is NaN; then the sign.
+    const __m512i mag_mask = _mm512_set1_epi32(0x7f), exp_bias = _mm512_set1_epi32(120 << 23);
+    for (int64_t i = r0; i < r1; ++i) {
+        const uint8_t* q = codes + rows[i] * dim;
+        const uint8_t* s = scales + rows[i] * (dim / 32);
+        for (int k = 0; k < dim; k += 16) {
+            const __m512i c = _mm512_cvtepu8_epi32(_mm_loadu_si128(reinterpret_cast<const __m128i*>(q + k)));
+            const __m512i mag = _mm512_and_si512(c, mag_mask);
+            __m512 v = _mm512_castsi512_ps(_mm512_add_epi32(_mm512_slli_epi32(mag, 20), exp_bias));
+            const __mmask16 sub = _mm512_cmplt_epi32_mask(mag, _mm512_set1_epi32(8));
+            v = _mm512_mask_mul_ps(v, sub, _mm512_cvtepi32_ps(mag), _mm512_set1_ps(1.0f / 512.0f));
+            v = _mm512_mask_mov_ps(v, _mm512_cmpeq_epi32_mask(mag, mag_mask),
+                                   _mm512_castsi512_ps(_mm512_set1_epi32(0x7fc00000)));
+            v = _mm512_castsi512_ps(_mm512_or_si512(_mm512_castps_si512(v),
+                                                    _mm512_slli_epi32(_mm512_andnot_si512(mag_mask, c), 24)));
+            store_bf16(out + i * dim + k, _mm512_mul_ps(v, _mm512_set1_ps(e8m0_to_float(s[k / 32]))), 0xffff);
+        }
+    }
+}
+
+}  // namespace deepinfer::backend::cpu::avx512
