@@ -21,6 +21,7 @@
 #include "core/aligned_buffer.h"
 #include "core/cpu_features.h"
 #include "core/thread_pool.h"
+#include "tools/bench_rowwise.h"
 #include "tools/commands.h"
 
 namespace deepinfer::cli {
@@ -35,6 +36,7 @@ struct Options {
     int iters = 5;
     bool quick = false;
     bool in_cache = false;
+    bool rowwise = false;
     std::string only;  // run only weights whose kernel or name contains this
     bool hugepages = true;
     std::string json;
@@ -621,9 +623,14 @@ Command make_bench_ops_command() {
         sub->add_flag("--in-cache", opts->in_cache,
                       "Instead: per-core compute ceilings, one thread on L2-resident weights, timed in thread CPU "
                       "time (robust on a shared machine)");
+        sub->add_flag("--rowwise", opts->rowwise,
+                      "Instead: the row-wise ops (RMSNorm, SwiGLU, RoPE, Sinkhorn, mHC, top-k, Engram gather) of "
+                      "every kernel table on one thread, side by side");
         sub->add_flag("!--no-hugepages", opts->hugepages, "Do not ask for transparent huge pages on weight buffers");
         sub->add_option("--json", opts->json, "Also write the results as JSON to this file ('-' for stdout)");
-        sub->callback([opts, exit_code] { *exit_code = opts->in_cache ? run_in_cache(*opts) : run_bench(*opts); });
+        sub->callback([opts, exit_code] {
+            *exit_code = opts->rowwise ? run_rowwise_bench() : opts->in_cache ? run_in_cache(*opts) : run_bench(*opts);
+        });
     }};
 }
 

@@ -73,24 +73,37 @@ void topk_entries(const IsaOps& ops, const float* scores, int64_t width, int k, 
         return;
     }
     AlignedBuffer& scratch = thread_scratch().topk;
-    scratch.ensure(static_cast<size_t>(width) * sizeof(uint32_t));
+    scratch.ensure(static_cast<size_t>(width) * 2 * sizeof(uint32_t));
     auto* keys = reinterpret_cast<uint32_t*>(scratch.data());
     ops.order_keys(scores, width, keys);
-    // Radix select of the k-th largest key, 11 + 11 + 10 bits from the top: `prefix` / `fixed` are the bits
-    // decided so far, `rank` the place of the wanted key among the keys that share them (1 = largest).
-    uint32_t prefix = 0, fixed = 0;
-    int64_t rank = k;
+    // Radix select of the k-th largest key, 11 + 11 + 10 bits from the top: `prefix` holds the digits decided
+    // so far, `rank` the place of the wanted key among the keys that share them (1 = largest). After the
+    // first digit only the keys sharing it (the candidates) are scanned again.
     int64_t hist[2048];
-    for (const auto& [shift, bits] : {std::pair{21, 11}, std::pair{10, 11}, std::pair{0, 10}}) {
+    auto select_digit = [&](const uint32_t* v, int64_t count, int shift, int bits, uint32_t* prefix, int64_t* rank) {
         const uint32_t digit_mask = (1u << bits) - 1;
         std::fill(hist, hist + (int64_t{1} << bits), 0);
-        for (int64_t j = 0; j < width; ++j)
-            if ((keys[j] & fixed) == prefix) ++hist[(keys[j] >> shift) & digit_mask];
+        for (int64_t j = 0; j < count; ++j) ++hist[(v[j] >> shift) & digit_mask];
         int64_t d = digit_mask;
-        for (; d > 0 && rank > hist[d]; --d) rank -= hist[d];
-        prefix |= static_cast<uint32_t>(d) << shift;
-        fixed |= digit_mask << shift;
+        for (; d > 0 && *rank > hist[d]; --d) *rank -= hist[d];
+        *prefix |= static_cast<uint32_t>(d) << shift;
+    };
+    uint32_t prefix = 0;
+    int64_t rank = k;
+    select_digit(keys, width, 21, 11, &prefix, &rank);
+    uint32_t* candidates = keys + width;
+    int64_t n_cand = 0;
+    for (int64_t j = 0; j < width; ++j) {
+        candidates[n_cand] = keys[j];
+        n_cand += (keys[j] >> 21) == (prefix >> 21);
     }
+    select_digit(candidates, n_cand, 10, 11, &prefix, &rank);
+    int64_t kept = 0;
+    for (int64_t j = 0; j < n_cand; ++j) {
+        candidates[kept] = candidates[j];
+        kept += (candidates[j] >> 10) == (prefix >> 10);
+    }
+    select_digit(candidates, kept, 0, 10, &prefix, &rank);
     // `prefix` is the k-th largest key; `rank` of the keys equal to it belong to the k (the lowest entries).
     const int64_t got = ops.select_entries(keys, width, prefix, rank, out);
     DI_CHECK_EQ(got, static_cast<int64_t>(k));
