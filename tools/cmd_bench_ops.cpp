@@ -116,6 +116,10 @@ struct Bench {
     bool bf16_dot_peak;     // compared against the bf16-dot peak (else fp32 FMA)
     size_t copies = 0;
     std::function<void(size_t copy, int64_t n)> run = {};
+    // Grouped expert cases: weight bytes of a call with n activation rows (else bytes_per_call), and how many
+    // weights each row multiplies (the experts a token uses).
+    std::function<double(int64_t n)> bytes_for = {};
+    int used_per_row = 1;
     std::vector<AlignedBuffer> storage = {};
     std::vector<std::unique_ptr<backend::PackedWeight>> packed = {};
 };
@@ -212,6 +216,74 @@ void add_fp4(std::vector<Bench>& out, const std::string& name, int64_t rows, int
         [&k, &pool, &in, y, cols](const backend::Fp4Matrix& m, int64_t n) {
             k.gemm_fp4(in.acts(n, cols), m, y, m.rows, pool);
         });
+}
+
+// The MoE of a batch (MUL_MAT_ID-like): `experts` MXFP4 weights [rows, cols] (together >= 2 GiB in the released
+// shape), each of n tokens routed to `used` of them; a call gathers each expert's rows, quantizes them
+// (act_quant) and runs one gemm_fp4_grouped, as the model's MoE does. Token t of call c uses experts
+// (97 c + 7 t + 61 j) mod experts, j < used (distinct for one token; a call's set depends on n only).
+int64_t routed_experts(int64_t n, int experts, int used) {
+    std::vector<bool> hit(static_cast<size_t>(experts));
+    for (int64_t t = 0; t < n; ++t)
+        for (int j = 0; j < used; ++j) hit[static_cast<size_t>((7 * t + 61 * j) % experts)] = true;
+    return std::count(hit.begin(), hit.end(), true);
+}
+
+void add_fp4_experts(std::vector<Bench>& out, const std::string& name, int64_t rows, int64_t cols, int experts,
+                     int used, const Kernels& k, ThreadPool& pool, const Inputs& in, bf16* y, const Options& o) {
+    Bench b{"gemm_fp4_grouped", name, rows, cols, 0, true};
+    AlignedBuffer codes = make_buffer(rows * cols / 2, false), scales = make_buffer(rows * cols / 32, false);
+    fill_codes(codes.data(), codes.size(), 4, 0xff);
+    fill_scales(scales.data(), scales.size(), 4);
+    backend::PackedWeight first;
+    k.prepare_fp4({codes.data(), scales.data(), rows, cols}, &first, pool);
+    const bool packed = first.layout != backend::PackedLayout::kNone;
+    const double expert_bytes = static_cast<double>(packed ? first.data.size() : codes.size() + scales.size());
+    auto mats = std::make_shared<std::vector<backend::Fp4Matrix>>();
+    for (int e = 0; e < experts; ++e) {
+        if (packed) {
+            auto pw = std::make_unique<backend::PackedWeight>();
+            pw->layout = first.layout, pw->rows = rows, pw->cols = cols, pw->plain_scales = first.plain_scales;
+            pw->data = make_buffer(first.data.size(), o.hugepages);
+            std::copy(first.data.data(), first.data.data() + first.data.size(), pw->data.data());
+            mats->push_back({nullptr, nullptr, rows, cols, pw.get()});
+            b.packed.push_back(std::move(pw));
+        } else {
+            b.storage.push_back(make_buffer(codes.size(), o.hugepages));
+            b.storage.push_back(make_buffer(scales.size(), false));
+            std::copy(codes.data(), codes.data() + codes.size(), b.storage[2 * e].data());
+            std::copy(scales.data(), scales.data() + scales.size(), b.storage[2 * e + 1].data());
+            mats->push_back({b.storage[2 * e].data(), b.storage[2 * e + 1].data(), rows, cols});
+        }
+    }
+    b.copies = static_cast<size_t>(experts);  // call offsets: every expert is the first of some call
+    b.used_per_row = used;
+    b.bytes_per_call = expert_bytes * used;
+    b.bytes_for = [=](int64_t n) { return expert_bytes * static_cast<double>(routed_experts(n, experts, used)); };
+    const int64_t max_rows = in.max_n * used;
+    auto xg = std::make_shared<std::vector<bf16>>(max_rows * cols);
+    auto ac = std::make_shared<std::vector<uint8_t>>(max_rows * cols), as = std::make_shared<std::vector<uint8_t>>(max_rows * cols / 32);
+    b.run = [=, &k, &pool, &in](size_t c, int64_t n) {
+        std::vector<std::vector<int64_t>> tokens(static_cast<size_t>(experts));
+        for (int64_t t = 0; t < n; ++t)
+            for (int j = 0; j < used; ++j)
+                tokens[static_cast<size_t>((97 * static_cast<int64_t>(c) + 7 * t + 61 * j) % experts)].push_back(t);
+        std::vector<backend::Fp4Gemm> gemms;
+        int64_t at = 0;
+        for (int e = 0; e < experts; ++e) {
+            const std::vector<int64_t>& ts = tokens[static_cast<size_t>(e)];
+            if (ts.empty()) continue;
+            const int64_t m = static_cast<int64_t>(ts.size());
+            for (int64_t r = 0; r < m; ++r)
+                std::copy(in.xb.data() + ts[r] * cols, in.xb.data() + (ts[r] + 1) * cols, xg->data() + (at + r) * cols);
+            k.act_quant(xg->data() + at * cols, m, cols, ac->data() + at * cols, as->data() + at * cols / 32, pool);
+            gemms.push_back({{ac->data() + at * cols, as->data() + at * cols / 32, m, cols}, (*mats)[e], y + at * rows,
+                             rows});
+            at += m;
+        }
+        k.gemm_fp4_grouped(gemms.data(), static_cast<int64_t>(gemms.size()), pool);
+    };
+    out.push_back(std::move(b));
 }
 
 // bf16 weights: gemm_bf16 (bf16 x) or gemm_f32_bf16w (fp32 x, fp32 out).
@@ -335,6 +407,9 @@ int run_bench(const Options& o) {
         std::string kernel, weight;
         std::function<void(std::vector<Bench>&)> make;
     };
+    // the released MoE: 384 experts (2.4 GB of w1), top-6; --quick keeps a quarter of them
+    const int moe_experts = o.quick ? 96 : 384;
+    const std::string moe_name = fmt::format("moe w1 (6 of {})", moe_experts);
     const std::vector<Spec> specs = {
         {"gemm_fp8", "wq_b",
          [&](auto& v) { add_fp8(v, "wq_b", 32768, 1280, kernels, pool, in, y.as<bf16>(), o, total); }},
@@ -344,6 +419,8 @@ int run_bench(const Options& o) {
          [&](auto& v) { add_fp4(v, "expert w2", 5120, 2304, kernels, pool, in, y.as<bf16>(), o, total); }},
         {"gemm_fp8", "wo_b",
          [&](auto& v) { add_fp8(v, "wo_b", 5120, 8192, kernels, pool, in, y.as<bf16>(), o, total); }},
+        {"gemm_fp4_grouped", moe_name,
+         [&](auto& v) { add_fp4_experts(v, moe_name, 2304, 5120, moe_experts, 6, kernels, pool, in, y.as<bf16>(), o); }},
         {"gemm_f32_bf16w", "head",
          [&](auto& v) { add_bf16(v, "head", 129280, 5120, true, kernels, pool, in, y.data(), o, total); }},
         {"gemm_fp8_bf16x", "wo_a",
@@ -368,7 +445,8 @@ int run_bench(const Options& o) {
         for (int64_t n : o.rows) {
             fmt::print(stderr, "[{}/{}] {} {} {}x{} n={} ({} copies, {:.2f} GiB)\n", ++step, steps, b.kernel, b.weight,
                        b.rows, b.cols, n, b.copies, b.copies * b.bytes_per_call / (1u << 30));
-            Result r{b.kernel, b.weight, b.rows, b.cols, n, b.bytes_per_call, 2.0 * n * b.rows * b.cols};
+            Result r{b.kernel, b.weight, b.rows, b.cols, n, b.bytes_for ? b.bytes_for(n) : b.bytes_per_call,
+                     2.0 * n * b.used_per_row * b.rows * b.cols};
             const Timing tm = time_case(
                 b, n, iters, &next, read_gbps, [&] { return peak_gflops(b.bf16_dot_peak); }, r.bytes, r.flops);
             r.seconds = tm.seconds;

@@ -135,6 +135,7 @@ struct Kernels {
                    bf16* h, ThreadPool& pool);
     // RoPE rotation (spec §4.6) in place of `count` vectors (the first rope_dim lanes at x + v * stride):
     // adjacent lanes (2i, 2i + 1) rotated in fp32 by (cos[i], sin[i]), or by the conjugate when inverse.
+    // rope_dim even, <= 512 (ops::Rope checks it).
     void (*rope)(bf16* x, int64_t count, int64_t stride, int rope_dim, const float* cos, const float* sin,
                  bool inverse);
     // Ratio-2 compressor pooling (spec §5.3.4) of one pair: per lane, a softmax over the two tokens' gates

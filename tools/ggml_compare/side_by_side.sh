@@ -1,0 +1,38 @@
+#!/bin/sh
+# deepinfer bench-ops and ggml (llama.cpp's kernels) on the same shapes in one run: ggml, then deepinfer,
+# then ggml again (the machine's bandwidth drifts; the two ggml runs give its range).
+#   tools/ggml_compare/side_by_side.sh GGML_SRC [WORK_DIR]
+# GGML_SRC: a checkout of github.com/ggml-org/ggml (fetched, never committed). WORK_DIR (default
+# /tmp/ggml-compare) receives ggml's build and the driver. Set ROWS / THREADS / ITERS to change the cases.
+set -e
+SRC=${1:?usage: side_by_side.sh GGML_SRC [WORK_DIR]}
+WORK=${2:-/tmp/ggml-compare}
+HERE=$(cd "$(dirname "$0")" && pwd)
+ROOT=$(cd "$HERE/../.." && pwd)
+DEEPINFER=${DEEPINFER:-$ROOT/build/release/tools/deepinfer}
+ROWS=${ROWS:-1,4,16,64}
+T=${THREADS:-2}
+I=${ITERS:-3}
+mkdir -p "$WORK"
+if [ ! -f "$WORK/build/src/libggml-cpu.a" ]; then
+  cmake -S "$SRC" -B "$WORK/build" -G Ninja -DCMAKE_BUILD_TYPE=Release -DGGML_NATIVE=ON -DBUILD_SHARED_LIBS=OFF
+  cmake --build "$WORK/build" --target ggml
+fi
+g++ -O2 -std=c++17 -I"$SRC/include" "$HERE/ggml_bench.cpp" "$WORK/build/src/libggml.a" \
+  "$WORK/build/src/libggml-cpu.a" "$WORK/build/src/libggml-base.a" -fopenmp -lpthread -ldl -o "$WORK/ggml_bench"
+export OMP_WAIT_POLICY=PASSIVE
+G="$WORK/ggml_bench"
+ggml() {
+  # MXFP4 repacked as llama.cpp holds it; q8_0 stands in for fp8 (ggml has no fp8 type); bf16 as is
+  $G mmid mxfp4 2304 5120 384 6 $T $I $ROWS repack 2>/dev/null
+  $G mm mxfp4 2304 5120 $T $I $ROWS repack 2>/dev/null
+  $G mm mxfp4 5120 2304 $T $I $ROWS repack 2>/dev/null
+  $G mm q8_0 32768 1280 $T $I $ROWS plain
+  $G mm q8_0 5120 8192 $T $I $ROWS plain
+  $G mm q8_0 8192 4096 $T $I $ROWS plain
+  $G mm bf16 129280 5120 $T $I $ROWS plain
+}
+date; ggml
+date; "$DEEPINFER" bench-ops --no-hugepages --threads "$T" --rows "$ROWS" --iters "$I"
+date; ggml
+date
