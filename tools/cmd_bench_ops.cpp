@@ -120,6 +120,7 @@ struct Bench {
     // weights each row multiplies (the experts a token uses).
     std::function<double(int64_t n)> bytes_for = {};
     int used_per_row = 1;
+    double resident_bytes = 0;  // all weight storage of the case (0: copies x bytes_per_call)
     std::vector<AlignedBuffer> storage = {};
     std::vector<std::unique_ptr<backend::PackedWeight>> packed = {};
 };
@@ -259,6 +260,7 @@ void add_fp4_experts(std::vector<Bench>& out, const std::string& name, int64_t r
     b.copies = static_cast<size_t>(experts);  // call offsets: every expert is the first of some call
     b.used_per_row = used;
     b.bytes_per_call = expert_bytes * used;
+    b.resident_bytes = expert_bytes * experts;
     b.bytes_for = [=](int64_t n) { return expert_bytes * static_cast<double>(routed_experts(n, experts, used)); };
     const int64_t max_rows = in.max_n * used;
     auto xg = std::make_shared<std::vector<bf16>>(max_rows * cols);
@@ -444,7 +446,8 @@ int run_bench(const Options& o) {
         size_t next = 0;
         for (int64_t n : o.rows) {
             fmt::print(stderr, "[{}/{}] {} {} {}x{} n={} ({} copies, {:.2f} GiB)\n", ++step, steps, b.kernel, b.weight,
-                       b.rows, b.cols, n, b.copies, b.copies * b.bytes_per_call / (1u << 30));
+                       b.rows, b.cols, n, b.copies,
+                       (b.resident_bytes > 0 ? b.resident_bytes : b.copies * b.bytes_per_call) / (1u << 30));
             Result r{b.kernel, b.weight, b.rows, b.cols, n, b.bytes_for ? b.bytes_for(n) : b.bytes_per_call,
                      2.0 * n * b.used_per_row * b.rows * b.cols};
             const Timing tm = time_case(
