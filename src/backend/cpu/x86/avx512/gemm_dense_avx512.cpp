@@ -61,15 +61,31 @@ struct F32Step {
     }
 };
 
+// Software prefetch of the next L2 block's weight rows (blocked path), spread over the current block's
+// column steps: one 64-byte line every `every` steps from `next` up to `end`.
+struct BlockPrefetch {
+    const uint8_t* next = nullptr;
+    const uint8_t* end = nullptr;
+    int64_t every = 0, countdown = 0;
+    inline void step() {
+        if (next >= end || --countdown > 0) return;
+        countdown = every;
+        _mm_prefetch(reinterpret_cast<const char*>(next), _MM_HINT_T1);
+        next += 64;
+    }
+};
+
 // RW weight rows (pointers) against RA activation rows (x_stride bytes apart): res[r][a].
 template <class Step, int RW, int RA>
-inline void gemv_tile(const void* const* w, const uint8_t* x, int64_t x_stride, int64_t k, float (&res)[4][4]) {
+inline void gemv_tile(const void* const* w, const uint8_t* x, int64_t x_stride, int64_t k, float (&res)[4][4],
+                      BlockPrefetch* pf) {
     __m512 acc[RW][RA];
 #pragma GCC unroll 16
     for (int r = 0; r < RW; ++r)
 #pragma GCC unroll 16
         for (int a = 0; a < RA; ++a) acc[r][a] = _mm512_setzero_ps();
     for (int64_t col = 0; col < k; col += Step::kCols) {
+        if (pf) pf->step();
         __m512i xv[RA];
 #pragma GCC unroll 16
         for (int a = 0; a < RA; ++a) xv[a] = Step::load_x(x + a * x_stride, col, k);
@@ -86,19 +102,19 @@ inline void gemv_tile(const void* const* w, const uint8_t* x, int64_t x_stride, 
 
 template <class Step, int RW>
 inline void gemv_rows(const void* const* w, const uint8_t* x, int64_t x_stride, int64_t k, int64_t ra,
-                      float (&res)[4][4]) {
+                      float (&res)[4][4], BlockPrefetch* pf) {
     switch (ra) {
-        case 4: gemv_tile<Step, RW, 4>(w, x, x_stride, k, res); break;
-        case 3: gemv_tile<Step, RW, 3>(w, x, x_stride, k, res); break;
-        case 2: gemv_tile<Step, RW, 2>(w, x, x_stride, k, res); break;
-        default: gemv_tile<Step, RW, 1>(w, x, x_stride, k, res); break;
+        case 4: gemv_tile<Step, RW, 4>(w, x, x_stride, k, res, pf); break;
+        case 3: gemv_tile<Step, RW, 3>(w, x, x_stride, k, res, pf); break;
+        case 2: gemv_tile<Step, RW, 2>(w, x, x_stride, k, res, pf); break;
+        default: gemv_tile<Step, RW, 1>(w, x, x_stride, k, res, pf); break;
     }
 }
 
 // Weight rows [j0, j1) against every activation row, 4 rows per pass taken from the 4 quarters of the range.
 template <class Step, class Store>
 void gemv_range(const DenseGemmTask& t, int64_t j0, int64_t j1, int64_t w_elem_bytes, int64_t x_elem_bytes,
-                const Store& store) {
+                const Store& store, BlockPrefetch* pf = nullptr) {
     const auto* w = static_cast<const uint8_t*>(t.w);
     const auto* x = static_cast<const uint8_t*>(t.x);
     const int64_t x_stride = t.k * x_elem_bytes, row_bytes = t.k * w_elem_bytes;
@@ -109,8 +125,8 @@ void gemv_range(const DenseGemmTask& t, int64_t j0, int64_t j1, int64_t w_elem_b
         for (int64_t i = 0; i < t.n; i += 4) {
             float res[4][4];
             const int64_t ra = t.n - i >= 4 ? 4 : t.n - i;
-            if (rw == 4) gemv_rows<Step, 4>(wr, x + i * x_stride, x_stride, t.k, ra, res);
-            else gemv_rows<Step, 1>(wr, x + i * x_stride, x_stride, t.k, ra, res);
+            if (rw == 4) gemv_rows<Step, 4>(wr, x + i * x_stride, x_stride, t.k, ra, res, pf);
+            else gemv_rows<Step, 1>(wr, x + i * x_stride, x_stride, t.k, ra, res, pf);
             for (int r = 0; r < rw; ++r)
                 for (int64_t a = 0; a < ra; ++a) store(i + a, rows[r], res[r][a]);
         }
@@ -125,8 +141,20 @@ void gemv(const DenseGemmTask& t, int64_t w_elem_bytes, int64_t x_elem_bytes, co
         gemv_range<Step>(t, 0, t.rows, w_elem_bytes, x_elem_bytes, store);
         return;
     }
-    for (int64_t j = 0; j < t.rows; j += kBlockRows)
-        gemv_range<Step>(t, j, j + kBlockRows < t.rows ? j + kBlockRows : t.rows, w_elem_bytes, x_elem_bytes, store);
+    const int64_t row_bytes = t.k * w_elem_bytes;
+    // column steps of one block: passes (a quarter of the rows each, plus the remainder) x activation tiles
+    const int64_t steps = (kBlockRows / 4 + kBlockRows % 4) * ((t.n + 3) / 4) * ((t.k + Step::kCols - 1) / Step::kCols);
+    for (int64_t j = 0; j < t.rows; j += kBlockRows) {
+        const int64_t j1 = j + kBlockRows < t.rows ? j + kBlockRows : t.rows;
+        const int64_t j2 = j1 + kBlockRows < t.rows ? j1 + kBlockRows : t.rows;
+        // the next block's rows into L2 while this block computes (its first pass would wait on memory)
+        BlockPrefetch pf;
+        pf.next = static_cast<const uint8_t*>(t.w) + j1 * row_bytes;
+        pf.end = static_cast<const uint8_t*>(t.w) + j2 * row_bytes;
+        const int64_t lines = (j2 - j1) * row_bytes / 64;
+        pf.every = pf.countdown = lines > 0 && steps > lines ? steps / lines : 1;
+        gemv_range<Step>(t, j, j1, w_elem_bytes, x_elem_bytes, store, &pf);
+    }
 }
 
 }  // namespace
