@@ -249,5 +249,37 @@ TEST(RowInvariance, IndexScores) {
     }
 }
 
+// The row-wise ops: SwiGLU and Sinkhorn run a SIMD exp (not the scalar table's expf) and Sinkhorn puts rows in
+// the lanes of one register, so a row's bits must not depend on its lane or its batch either.
+TEST(RowInvariance, RowwiseOps) {
+    constexpr int inter = 300, dim = 200, hc = 4, mix = (2 + hc) * hc;
+    Inputs in(17);
+    const std::vector<bf16> gate = in.bf16s(kRows * inter, -12.0f, 12.0f), up = in.bf16s(kRows * inter, -12.0f, 12.0f);
+    const std::vector<float> rw = in.floats(kRows, 0.0f, 2.0f);
+    check_windows<bf16>("swiglu", inter, [&](const Kernels& t, int64_t s, int64_t n, int th, bf16* out) {
+        ThreadPool pool(th);
+        t.swiglu(gate.data() + s * inter, up.data() + s * inter, n, inter, 10.0f, rw.data() + s, out, pool);
+    });
+    const std::vector<bf16> x = in.bf16s(kRows * dim, -5.0f, 5.0f), w = in.bf16s(dim, -2.0f, 2.0f);
+    check_windows<bf16>("rms_norm", dim, [&](const Kernels& t, int64_t s, int64_t n, int th, bf16* out) {
+        ThreadPool pool(th);
+        t.rms_norm(x.data() + s * dim, n, dim, w.data(), 1e-6f, out, pool);
+    });
+    const std::vector<float> mixes = in.floats(kRows * mix, -3.0f, 3.0f), base = in.floats(mix, -1.0f, 1.0f);
+    const float scale[3] = {0.7f, 1.3f, 2.1f};
+    constexpr int per_row = 2 * hc + hc * hc;
+    check_windows<float>("hc_sinkhorn", per_row, [&](const Kernels& t, int64_t s, int64_t n, int th, float* out) {
+        ThreadPool pool(th);
+        std::vector<float> pre(n * hc), post(n * hc), comb(n * hc * hc);
+        t.hc_sinkhorn(mixes.data() + s * mix, n, scale, base.data(), hc, 20, 1e-6f, pre.data(), post.data(),
+                      comb.data(), pool);
+        for (int64_t i = 0; i < n; ++i) {
+            std::copy(pre.begin() + i * hc, pre.begin() + (i + 1) * hc, out + i * per_row);
+            std::copy(post.begin() + i * hc, post.begin() + (i + 1) * hc, out + i * per_row + hc);
+            std::copy(comb.begin() + i * hc * hc, comb.begin() + (i + 1) * hc * hc, out + i * per_row + 2 * hc);
+        }
+    });
+}
+
 }  // namespace
 }  // namespace deepinfer::testing
