@@ -97,67 +97,130 @@ void pair_pool(const float* u0, const float* g0, const float* u1, const float* g
     }
 }
 
+namespace {
+
+// exp_ps (avx512_common.h) on 8 lanes: the same operations (AVX-512VL forms), so the same bits per lane.
+inline __m256 exp_ps8(__m256 x) {
+    x = _mm256_max_ps(_mm256_set1_ps(-104.0f), _mm256_min_ps(_mm256_set1_ps(89.0f), x));
+    const __m256 n = _mm256_roundscale_ps(_mm256_mul_ps(x, _mm256_set1_ps(1.44269504088896341f)),
+                                          _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);
+    __m256 r = _mm256_fnmadd_ps(n, _mm256_set1_ps(0.693359375f), x);
+    r = _mm256_fnmadd_ps(n, _mm256_set1_ps(-2.12194440e-4f), r);
+    __m256 p = _mm256_set1_ps(1.9875691500e-4f);
+    p = _mm256_fmadd_ps(p, r, _mm256_set1_ps(1.3981999507e-3f));
+    p = _mm256_fmadd_ps(p, r, _mm256_set1_ps(8.3334519073e-3f));
+    p = _mm256_fmadd_ps(p, r, _mm256_set1_ps(4.1665795894e-2f));
+    p = _mm256_fmadd_ps(p, r, _mm256_set1_ps(1.6666665459e-1f));
+    p = _mm256_fmadd_ps(p, r, _mm256_set1_ps(5.0000001201e-1f));
+    p = _mm256_fmadd_ps(p, _mm256_mul_ps(r, r), _mm256_add_ps(r, _mm256_set1_ps(1.0f)));
+    return _mm256_scalef_ps(p, n);
+}
+
+// The Sinkhorn's vector widths: 16 rows per zmm, or up to 8 (a decode step's one row) per ymm at about half the
+// cost. Every operation is the same lane by lane, so a row's bits do not depend on the width or its lane.
+struct Zmm {
+    using V = __m512;
+    static constexpr int kLanes = 16;
+    static V set1(float v) { return _mm512_set1_ps(v); }
+    static V zero() { return _mm512_setzero_ps(); }
+    static V add(V a, V b) { return _mm512_add_ps(a, b); }
+    static V sub(V a, V b) { return _mm512_sub_ps(a, b); }
+    static V mul(V a, V b) { return _mm512_mul_ps(a, b); }
+    static V div(V a, V b) { return _mm512_div_ps(a, b); }
+    static V max(V a, V b) { return _mm512_max_ps(a, b); }
+    static V neg(V v) { return _mm512_xor_ps(v, _mm512_set1_ps(-0.0f)); }
+    static V exp(V v) { return exp_ps(v); }
+    // element j of rows [0, rows) of a row-major [*, mix] array at base
+    static V gather(const float* base, int mix, int rows) {
+        const __m512i offsets = _mm512_mullo_epi32(
+            _mm512_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15), _mm512_set1_epi32(mix));
+        return _mm512_mask_i32gather_ps(_mm512_setzero_ps(), lane_mask(rows), offsets, base, 4);
+    }
+    static void store(float* p, V v) { _mm512_store_ps(p, v); }
+};
+struct Ymm {
+    using V = __m256;
+    static constexpr int kLanes = 8;
+    static V set1(float v) { return _mm256_set1_ps(v); }
+    static V zero() { return _mm256_setzero_ps(); }
+    static V add(V a, V b) { return _mm256_add_ps(a, b); }
+    static V sub(V a, V b) { return _mm256_sub_ps(a, b); }
+    static V mul(V a, V b) { return _mm256_mul_ps(a, b); }
+    static V div(V a, V b) { return _mm256_div_ps(a, b); }
+    static V max(V a, V b) { return _mm256_max_ps(a, b); }
+    static V neg(V v) { return _mm256_xor_ps(v, _mm256_set1_ps(-0.0f)); }
+    static V exp(V v) { return exp_ps8(v); }
+    static V gather(const float* base, int mix, int rows) {
+        const __m256i offsets = _mm256_mullo_epi32(_mm256_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7), _mm256_set1_epi32(mix));
+        return _mm256_mmask_i32gather_ps(_mm256_setzero_ps(), static_cast<__mmask8>(lane_mask(rows)), offsets, base, 4);
+    }
+    static void store(float* p, V v) { _mm256_store_ps(p, v); }
+};
+
+// Rows [r, r + rows) (rows <= W::kLanes), one per lane: every step of the reference's per-row sequence at once.
+template <class W>
+void sinkhorn_group(const float* mixes, const float* scale, const float* base, int hc, int iters, float eps, float* pre,
+                    float* post, float* comb, int64_t r, int rows) {
+    using V = typename W::V;
+    const int mix = (2 + hc) * hc;
+    const V one = W::set1(1.0f), two = W::set1(2.0f), ev = W::set1(eps);
+    const V s0 = W::set1(scale[0]), s1 = W::set1(scale[1]), s2 = W::set1(scale[2]);
+    V C[kMaxSimdHc * kMaxSimdHc];
+    alignas(64) float lanes[16];
+    auto load_mix = [&](int j) { return W::gather(mixes + r * mix + j, mix, rows); };
+    auto store_lanes = [&](V v, float* dst, int per_row, int j) {
+        W::store(lanes, v);
+        for (int l = 0; l < rows; ++l) dst[(r + l) * per_row + j] = lanes[l];
+    };
+    for (int c = 0; c < hc; ++c) {
+        const V zp = W::add(W::mul(load_mix(c), s0), W::set1(base[c]));
+        const V zq = W::add(W::mul(load_mix(hc + c), s1), W::set1(base[hc + c]));
+        store_lanes(W::add(W::div(one, W::add(one, W::exp(W::neg(zp)))), ev), pre, hc, c);
+        store_lanes(W::mul(two, W::div(one, W::add(one, W::exp(W::neg(zq))))), post, hc, c);
+    }
+    for (int i = 0; i < hc * hc; ++i) C[i] = W::add(W::mul(load_mix(2 * hc + i), s2), W::set1(base[2 * hc + i]));
+    for (int i = 0; i < hc; ++i) {  // row softmax + eps
+        V mx = C[i * hc];
+        for (int j = 1; j < hc; ++j) mx = W::max(C[i * hc + j], mx);  // std::max(mx, c): mx unless mx < c
+        V sum = W::zero();
+        for (int j = 0; j < hc; ++j) {
+            C[i * hc + j] = W::exp(W::sub(C[i * hc + j], mx));
+            sum = W::add(sum, C[i * hc + j]);
+        }
+        for (int j = 0; j < hc; ++j) C[i * hc + j] = W::add(W::div(C[i * hc + j], sum), ev);
+    }
+    auto normalize_columns = [&] {
+        for (int j = 0; j < hc; ++j) {
+            V sum = W::zero();
+            for (int i = 0; i < hc; ++i) sum = W::add(sum, C[i * hc + j]);
+            const V d = W::add(sum, ev);
+            for (int i = 0; i < hc; ++i) C[i * hc + j] = W::div(C[i * hc + j], d);
+        }
+    };
+    auto normalize_rows = [&] {
+        for (int i = 0; i < hc; ++i) {
+            V sum = W::zero();
+            for (int j = 0; j < hc; ++j) sum = W::add(sum, C[i * hc + j]);
+            const V d = W::add(sum, ev);
+            for (int j = 0; j < hc; ++j) C[i * hc + j] = W::div(C[i * hc + j], d);
+        }
+    };
+    normalize_columns();
+    for (int it = 0; it < iters - 1; ++it) {
+        normalize_rows();
+        normalize_columns();
+    }
+    for (int i = 0; i < hc * hc; ++i) store_lanes(C[i], comb, hc * hc, i);
+}
+
+}  // namespace
+
 void hc_sinkhorn_rows(const float* mixes, const float* scale, const float* base, int hc, int iters, float eps,
                       float* pre, float* post, float* comb, int64_t r0, int64_t r1) {
-    // 16 rows at a time, one per lane: every step of the reference's per-row sequence on 16 rows at once.
-    const int mix = (2 + hc) * hc;
-    const __m512 one = _mm512_set1_ps(1.0f), two = _mm512_set1_ps(2.0f), ev = _mm512_set1_ps(eps);
-    const __m512 s0 = _mm512_set1_ps(scale[0]), s1 = _mm512_set1_ps(scale[1]), s2 = _mm512_set1_ps(scale[2]);
-    __m512 C[kMaxSimdHc * kMaxSimdHc];
-    alignas(64) float lanes[16];
     for (int64_t r = r0; r < r1; r += 16) {
         const int rows = static_cast<int>(r1 - r < 16 ? r1 - r : 16);
-        const __mmask16 m = tail_mask(rows);
-        const __m512i row_offsets = _mm512_mullo_epi32(_mm512_set_epi32(15, 14, 13, 12, 11, 10, 9, 8, 7, 6, 5, 4, 3,
-                                                                         2, 1, 0),
-                                                       _mm512_set1_epi32(mix));
-        auto load_mix = [&](int j) {
-            return _mm512_mask_i32gather_ps(_mm512_setzero_ps(), m, row_offsets, mixes + r * mix + j, 4);
-        };
-        auto store_lanes = [&](__m512 v, float* dst, int per_row, int j) {
-            _mm512_store_ps(lanes, v);
-            for (int l = 0; l < rows; ++l) dst[(r + l) * per_row + j] = lanes[l];
-        };
-        for (int c = 0; c < hc; ++c) {
-            const __m512 zp = _mm512_add_ps(_mm512_mul_ps(load_mix(c), s0), _mm512_set1_ps(base[c]));
-            const __m512 zq = _mm512_add_ps(_mm512_mul_ps(load_mix(hc + c), s1), _mm512_set1_ps(base[hc + c]));
-            store_lanes(_mm512_add_ps(_mm512_div_ps(one, _mm512_add_ps(one, exp_ps(neg(zp)))), ev), pre, hc, c);
-            store_lanes(_mm512_mul_ps(two, _mm512_div_ps(one, _mm512_add_ps(one, exp_ps(neg(zq))))), post, hc, c);
-        }
-        for (int i = 0; i < hc * hc; ++i)
-            C[i] = _mm512_add_ps(_mm512_mul_ps(load_mix(2 * hc + i), s2), _mm512_set1_ps(base[2 * hc + i]));
-        for (int i = 0; i < hc; ++i) {  // row softmax + eps
-            __m512 mx = C[i * hc];
-            for (int j = 1; j < hc; ++j) mx = _mm512_max_ps(C[i * hc + j], mx);  // std::max(mx, c)
-            __m512 sum = _mm512_setzero_ps();
-            for (int j = 0; j < hc; ++j) {
-                C[i * hc + j] = exp_ps(_mm512_sub_ps(C[i * hc + j], mx));
-                sum = _mm512_add_ps(sum, C[i * hc + j]);
-            }
-            for (int j = 0; j < hc; ++j) C[i * hc + j] = _mm512_add_ps(_mm512_div_ps(C[i * hc + j], sum), ev);
-        }
-        auto normalize_columns = [&] {
-            for (int j = 0; j < hc; ++j) {
-                __m512 sum = _mm512_setzero_ps();
-                for (int i = 0; i < hc; ++i) sum = _mm512_add_ps(sum, C[i * hc + j]);
-                const __m512 d = _mm512_add_ps(sum, ev);
-                for (int i = 0; i < hc; ++i) C[i * hc + j] = _mm512_div_ps(C[i * hc + j], d);
-            }
-        };
-        auto normalize_rows = [&] {
-            for (int i = 0; i < hc; ++i) {
-                __m512 sum = _mm512_setzero_ps();
-                for (int j = 0; j < hc; ++j) sum = _mm512_add_ps(sum, C[i * hc + j]);
-                const __m512 d = _mm512_add_ps(sum, ev);
-                for (int j = 0; j < hc; ++j) C[i * hc + j] = _mm512_div_ps(C[i * hc + j], d);
-            }
-        };
-        normalize_columns();
-        for (int it = 0; it < iters - 1; ++it) {
-            normalize_rows();
-            normalize_columns();
-        }
-        for (int i = 0; i < hc * hc; ++i) store_lanes(C[i], comb, hc * hc, i);
+        if (rows <= Ymm::kLanes) sinkhorn_group<Ymm>(mixes, scale, base, hc, iters, eps, pre, post, comb, r, rows);
+        else sinkhorn_group<Zmm>(mixes, scale, base, hc, iters, eps, pre, post, comb, r, rows);
     }
 }
 
