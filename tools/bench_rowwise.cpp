@@ -1,10 +1,9 @@
 // Row-wise op timings (bench-ops --rowwise) on the released model's shapes (spec §2 config: hidden 5120,
 // hc 4 with 20 Sinkhorn iterations, expert width 2304, 64 heads with 64 RoPE lanes of 512, compressor head
 // 512, index top-k 512, Engram 24 columns of 256), for one decode row and a 512-row prefill chunk.
-#include "tools/bench_rowwise.h"
+#include "tools/bench_ops.h"
 
 #include <fmt/format.h>
-#include <time.h>
 
 #include <algorithm>
 #include <cmath>
@@ -22,26 +21,6 @@ namespace deepinfer::cli {
 namespace {
 
 using backend::Kernels;
-
-double thread_seconds() {
-    timespec ts;
-    clock_gettime(CLOCK_THREAD_CPUTIME_ID, &ts);
-    return static_cast<double>(ts.tv_sec) + 1e-9 * static_cast<double>(ts.tv_nsec);
-}
-
-// Best of 5 rounds of >= 40 ms of calls, thread CPU time per call.
-double seconds_per_call(const std::function<void()>& f) {
-    f();
-    double best = 1e30;
-    for (int round = 0; round < 5; ++round) {
-        const double t0 = thread_seconds();
-        int calls = 0;
-        do f(), ++calls;
-        while (thread_seconds() - t0 < 0.04);
-        best = std::min(best, (thread_seconds() - t0) / calls);
-    }
-    return best;
-}
 
 struct Data {
     std::mt19937 rng{3};
@@ -148,7 +127,7 @@ int run_rowwise_bench() {
         std::string line = fmt::format("{:<16} {:>18}", c.op, c.shape);
         double scalar = 0, best = 1e30;
         for (const Kernels* k : tables) {
-            const double s = seconds_per_call([&] { c.run(*k, one); });
+            const double s = cpu_seconds_per_call([&] { c.run(*k, one); });
             line += fmt::format(" {:>10.2f}", s * 1e6);
             if (k->isa == Isa::kScalar) scalar = s;
             else best = std::min(best, s);

@@ -21,7 +21,7 @@
 #include "core/aligned_buffer.h"
 #include "core/cpu_features.h"
 #include "core/thread_pool.h"
-#include "tools/bench_rowwise.h"
+#include "tools/bench_ops.h"
 #include "tools/commands.h"
 
 namespace deepinfer::cli {
@@ -596,19 +596,6 @@ double thread_cpu_seconds() {
     return static_cast<double>(ts.tv_sec) + 1e-9 * static_cast<double>(ts.tv_nsec);
 }
 
-// Best of 5 rounds of repeated calls, in thread CPU time (time the thread was not running is not counted).
-double cpu_seconds_per_call(const std::function<void()>& f) {
-    f();
-    double best = 1e30;
-    for (int round = 0; round < 5; ++round) {
-        const double t0 = thread_cpu_seconds();
-        int calls = 0;
-        do f(), ++calls;
-        while (thread_cpu_seconds() - t0 < 0.06);
-        best = std::min(best, (thread_cpu_seconds() - t0) / calls);
-    }
-    return best;
-}
 
 // Per-core ceilings: one thread, 256 weight rows (L2-resident), activation rows n; GB/s of weight bytes and
 // GFLOP/s against the single-thread peak, all in thread CPU time.
@@ -688,6 +675,19 @@ int run_in_cache(const Options& o) {
 }
 
 }  // namespace
+
+double cpu_seconds_per_call(const std::function<void()>& f) {
+    f();
+    double best = 1e30;
+    for (int round = 0; round < 5; ++round) {
+        const double t0 = thread_cpu_seconds();
+        int calls = 0;
+        do f(), ++calls;
+        while (thread_cpu_seconds() - t0 < 0.06);
+        best = std::min(best, (thread_cpu_seconds() - t0) / calls);
+    }
+    return best;
+}
 
 Command make_bench_ops_command() {
     return {[](CLI::App& app, int* exit_code) {

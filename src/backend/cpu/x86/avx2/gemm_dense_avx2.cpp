@@ -10,6 +10,7 @@
 #include <cstdint>
 
 #include "backend/cpu/x86/avx2/avx2_common.h"
+#include "backend/cpu/x86/block_prefetch.h"
 #include "backend/cpu/x86/isa_ops.h"
 
 namespace deepinfer::backend::cpu::avx2 {
@@ -38,19 +39,6 @@ struct F32 {
 // The 4 rows of a pass come from the 4 quarters of the task's rows: rows read side by side from adjacent
 // addresses measured ~30% below the read bandwidth, rows >= 4 rows apart within 5-10%.
 
-// Software prefetch of the next L2 block's weight rows (blocked path), spread over the current block's
-// column steps: one 64-byte line every `every` steps from `next` up to `end`.
-struct BlockPrefetch {
-    const uint8_t* next = nullptr;
-    const uint8_t* end = nullptr;
-    int64_t every = 0, countdown = 0;
-    inline void step() {
-        if (next >= end || --countdown > 0) return;
-        countdown = every;
-        _mm_prefetch(reinterpret_cast<const char*>(next), _MM_HINT_T1);
-        next += 64;
-    }
-};
 
 template <class X, class W, int RW, int RA>
 void gemv_tile(const typename X::T* x, int64_t k, const typename W::T* const* w, float (&res)[4][2],
@@ -122,11 +110,7 @@ void gemm_any(const DenseGemmTask& t, const Store& store) {
         const int64_t j1 = j + kBlockRows < t.rows ? j + kBlockRows : t.rows;
         const int64_t j2 = j1 + kBlockRows < t.rows ? j1 + kBlockRows : t.rows;
         // the next block's rows into L2 while this block computes (its first pass would wait on memory)
-        BlockPrefetch pf;
-        pf.next = reinterpret_cast<const uint8_t*>(static_cast<const typename W::T*>(t.w)) + j1 * row_bytes;
-        pf.end = reinterpret_cast<const uint8_t*>(static_cast<const typename W::T*>(t.w)) + j2 * row_bytes;
-        const int64_t lines = (j2 - j1) * row_bytes / 64;
-        pf.every = pf.countdown = lines > 0 && steps > lines ? steps / lines : 1;
+        BlockPrefetch pf = next_block(t.w, row_bytes, j1, j2, steps);
         gemv_range<X, W>(t, j, j1, store, &pf);
     }
 }

@@ -10,6 +10,7 @@
 #include <cstdint>
 
 #include "backend/cpu/x86/avx512/avx512_common.h"
+#include "backend/cpu/x86/block_prefetch.h"
 #include "backend/cpu/x86/isa_ops.h"
 
 namespace deepinfer::backend::cpu::avx512 {
@@ -61,19 +62,6 @@ struct F32Step {
     }
 };
 
-// Software prefetch of the next L2 block's weight rows (blocked path), spread over the current block's
-// column steps: one 64-byte line every `every` steps from `next` up to `end`.
-struct BlockPrefetch {
-    const uint8_t* next = nullptr;
-    const uint8_t* end = nullptr;
-    int64_t every = 0, countdown = 0;
-    inline void step() {
-        if (next >= end || --countdown > 0) return;
-        countdown = every;
-        _mm_prefetch(reinterpret_cast<const char*>(next), _MM_HINT_T1);
-        next += 64;
-    }
-};
 
 // RW weight rows (pointers) against RA activation rows (x_stride bytes apart): res[r][a].
 template <class Step, int RW, int RA>
@@ -148,11 +136,7 @@ void gemv(const DenseGemmTask& t, int64_t w_elem_bytes, int64_t x_elem_bytes, co
         const int64_t j1 = j + kBlockRows < t.rows ? j + kBlockRows : t.rows;
         const int64_t j2 = j1 + kBlockRows < t.rows ? j1 + kBlockRows : t.rows;
         // the next block's rows into L2 while this block computes (its first pass would wait on memory)
-        BlockPrefetch pf;
-        pf.next = static_cast<const uint8_t*>(t.w) + j1 * row_bytes;
-        pf.end = static_cast<const uint8_t*>(t.w) + j2 * row_bytes;
-        const int64_t lines = (j2 - j1) * row_bytes / 64;
-        pf.every = pf.countdown = lines > 0 && steps > lines ? steps / lines : 1;
+        BlockPrefetch pf = next_block(t.w, row_bytes, j1, j2, steps);
         gemv_range<Step>(t, j, j1, w_elem_bytes, x_elem_bytes, store, &pf);
     }
 }
