@@ -99,23 +99,6 @@ void pair_pool(const float* u0, const float* g0, const float* u1, const float* g
 
 namespace {
 
-// exp_ps (avx512_common.h) on 8 lanes: the same operations (AVX-512VL forms), so the same bits per lane.
-inline __m256 exp_ps8(__m256 x) {
-    x = _mm256_max_ps(_mm256_set1_ps(-104.0f), _mm256_min_ps(_mm256_set1_ps(89.0f), x));
-    const __m256 n = _mm256_roundscale_ps(_mm256_mul_ps(x, _mm256_set1_ps(1.44269504088896341f)),
-                                          _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);
-    __m256 r = _mm256_fnmadd_ps(n, _mm256_set1_ps(0.693359375f), x);
-    r = _mm256_fnmadd_ps(n, _mm256_set1_ps(-2.12194440e-4f), r);
-    __m256 p = _mm256_set1_ps(1.9875691500e-4f);
-    p = _mm256_fmadd_ps(p, r, _mm256_set1_ps(1.3981999507e-3f));
-    p = _mm256_fmadd_ps(p, r, _mm256_set1_ps(8.3334519073e-3f));
-    p = _mm256_fmadd_ps(p, r, _mm256_set1_ps(4.1665795894e-2f));
-    p = _mm256_fmadd_ps(p, r, _mm256_set1_ps(1.6666665459e-1f));
-    p = _mm256_fmadd_ps(p, r, _mm256_set1_ps(5.0000001201e-1f));
-    p = _mm256_fmadd_ps(p, _mm256_mul_ps(r, r), _mm256_add_ps(r, _mm256_set1_ps(1.0f)));
-    return _mm256_scalef_ps(p, n);
-}
-
 // The Sinkhorn's vector widths: 16 rows per zmm, or up to 8 (a decode step's one row) per ymm at about half the
 // cost. Every operation is the same lane by lane, so a row's bits do not depend on the width or its lane.
 struct Zmm {
