@@ -67,6 +67,7 @@ void hc_expand(const IsaOps& ops, const bf16* o, const bf16* res, int64_t n, con
 }
 
 void topk_entries(const IsaOps& ops, const float* scores, int64_t width, int k, int32_t* out) {
+    DI_CHECK_LE(static_cast<int64_t>(k), width);
     if (k <= 0) return;
     if (k >= width) {  // every entry (the common case while the context is short)
         std::iota(out, out + width, 0);

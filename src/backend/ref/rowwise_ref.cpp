@@ -8,6 +8,7 @@
 #include <vector>
 
 #include "backend/ref/ref_kernels.h"
+#include "core/check.h"
 
 namespace deepinfer::backend::ref {
 
@@ -149,6 +150,8 @@ uint32_t topk_order_key(float v) {
 }
 
 void topk_entries(const float* scores, int64_t width, int k, int32_t* out) {
+    DI_CHECK_LE(static_cast<int64_t>(k), width);
+    if (k <= 0) return;
     std::vector<int32_t> order(static_cast<size_t>(width));
     std::iota(order.begin(), order.end(), 0);
     std::partial_sort(order.begin(), order.begin() + k, order.end(), [&](int32_t a, int32_t b) {
