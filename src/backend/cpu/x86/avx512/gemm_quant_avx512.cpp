@@ -17,9 +17,12 @@ namespace {
 
 // Decoders of one 64-byte chunk into kVectors registers: vector q holds, in dword lane r, the bf16 pair
 // of columns (2 t, 2 t + 1) of row r with t = kVectors * chunk + q (packing.h).
+// Each decoder carries the software prefetch of its stream: distance and target cache level (see below).
 struct Fp8Chunks {
     static constexpr int kVectors = 2, kChunks = 8;
     static constexpr int64_t kBlockBytes = 512;
+    static constexpr int64_t kPrefetchBytes = 3072;
+    static constexpr int kPrefetchHint = _MM_HINT_T0;
     Fp8ToBf16 dec;
     inline void decode(const uint8_t* p, __m512i* v) const { dec.decode(_mm512_load_si512(p), v[0], v[1]); }
 };
@@ -27,6 +30,8 @@ struct Fp8Chunks {
 struct Fp4Chunks {
     static constexpr int kVectors = 4, kChunks = 4;
     static constexpr int64_t kBlockBytes = 256;
+    static constexpr int64_t kPrefetchBytes = 6144;
+    static constexpr int kPrefetchHint = _MM_HINT_T1;
     __m512i lut = _mm512_load_si512(tables::kE2M1Bf16x2.v);
     inline void decode(const uint8_t* p, __m512i* v) const {
         const __m512i x = _mm512_load_si512(p);
@@ -42,11 +47,13 @@ inline __m512 dot(__m512 acc, __m512i w, const uint32_t* pair) { return dot_bcas
 inline void store_row(bf16* out, __mmask16 mask, __m512 v) { _mm256_mask_storeu_epi16(out, mask, to_bf16(v)); }
 inline void store_row(float* out, __mmask16 mask, __m512 v) { _mm512_mask_storeu_ps(out, mask, v); }
 
-// Software prefetch distance of the decode kernels: each line of the pair's stream is requested this far
+// Software prefetch of the decode kernels: each line of the pair's stream is requested Chunks::kPrefetchBytes
 // ahead. The hardware prefetchers alone fall behind once decoding takes a good part of the time: measured
-// A/B in one process (bench-ops, 2 threads, streamed), 1-3 KB ahead gained 15-40% at n = 4-8 and -3..+10% at
-// n = 1 (the n = 1 GEMVs are at the read bandwidth either way); 3 KB was the best of 1-4 KB.
-constexpr int64_t kPrefetchBytes = 3072;
+// A/B in one process (bench-ops, 2 threads, streamed), 1-3 KB ahead into L1 gained 15-40% at n = 4-8 and
+// -3..+10% at n = 1; 3 KB was the best of 1-4 KB. MXFP4, whose decode is the slowest per byte, does better with
+// the lines requested into L2 only, 6 KB ahead: in-process A/B against 3 KB into L1 at 51-57 GB/s, n = 1 +3 to
+// +21% (w1, w2, the grouped experts; 4 runs), the grouped experts at n = 4 +3-7%, at ~30 GB/s within +-2%;
+// 4 KB and 8 KB into L2, or L2 plus 1 KB into L1, were no better. fp8 was neutral to it and keeps 3 KB / L1.
 
 // R (<= 8) activation rows against the G groups of one pair (packing.h; G = 1 for a lone last group), partial
 // sums and accumulators in registers, each chunk decoded and used at once, the pair read as one stream. Each
@@ -84,7 +91,8 @@ void stream_rows(const QuantGemmTask& t, const Chunks& chunks, const Scales& sca
 #pragma GCC unroll 4
             for (int g = 0; g < kGroups; ++g) {
                 const uint8_t* chunk = block + ch * kPieceStride + g * kPackedChunkBytes;
-                _mm_prefetch(reinterpret_cast<const char*>(chunk + kPrefetchBytes), _MM_HINT_T0);
+                _mm_prefetch(reinterpret_cast<const char*>(chunk + Chunks::kPrefetchBytes),
+                             static_cast<_mm_hint>(Chunks::kPrefetchHint));
                 chunks.decode(chunk, v[g]);
             }
 #pragma GCC unroll 4
