@@ -25,7 +25,6 @@ void f32_to_bf16(const float* x, int64_t count, bf16* y);
 // gate/up are bf16 [n, inter] GEMM outputs. The active kernel table's swiglu.
 void swiglu(const bf16* gate, const bf16* up, int64_t n, int inter, float limit, const float* row_weight, bf16* h);
 
-float silu(float x);
 float sigmoid(float x);
 // torch softplus (beta 1, threshold 20).
 float softplus(float x);
