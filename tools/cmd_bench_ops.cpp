@@ -151,6 +151,33 @@ struct Inputs {
     backend::Fp8Acts acts(int64_t n, int64_t k) const { return {codes.data(), scales.data(), n, k}; }
 };
 
+// `count` copies of one weight, owned by b: of its packed form when the table packs (every flag of the
+// first preparation kept), else of its checkpoint codes and scales.
+template <class Matrix>
+std::vector<Matrix> weight_copies(Bench& b, size_t count, const backend::PackedWeight& first, const AlignedBuffer& codes,
+                                  const AlignedBuffer& scales, int64_t rows, int64_t cols, bool hugepages) {
+    std::vector<Matrix> mats;
+    for (size_t c = 0; c < count; ++c) {
+        if (first.layout != backend::PackedLayout::kNone) {
+            auto pw = std::make_unique<backend::PackedWeight>();
+            pw->layout = first.layout, pw->rows = rows, pw->cols = cols;
+            pw->plain_scales = first.plain_scales, pw->plain_codes = first.plain_codes;
+            pw->data = make_buffer(first.data.size(), hugepages);
+            std::copy(first.data.data(), first.data.data() + first.data.size(), pw->data.data());
+            mats.push_back({nullptr, nullptr, rows, cols, pw.get()});
+            b.packed.push_back(std::move(pw));
+        } else {
+            b.storage.push_back(make_buffer(codes.size(), hugepages));
+            std::copy(codes.data(), codes.data() + codes.size(), b.storage.back().data());
+            const uint8_t* code_copy = b.storage.back().data();
+            b.storage.push_back(make_buffer(scales.size(), false));
+            std::copy(scales.data(), scales.data() + scales.size(), b.storage.back().data());
+            mats.push_back({code_copy, b.storage.back().data(), rows, cols});
+        }
+    }
+    return mats;
+}
+
 // A block-scaled weight (fp8 or MXFP4): filled once, prepared (packed) if the table has a layout, then copied
 // into `copies` buffers so that each call streams its weight from memory.
 template <class Matrix>
@@ -167,23 +194,7 @@ void add_quant(std::vector<Bench>& out, const char* kernel, const std::string& n
     const bool packed = first.layout != backend::PackedLayout::kNone;
     b.bytes_per_call = static_cast<double>(packed ? first.data.size() : codes.size() + scales.size());
     b.copies = copies_for(b.bytes_per_call, total);
-    std::vector<Matrix> mats;
-    for (size_t c = 0; c < b.copies; ++c) {
-        if (packed) {
-            auto pw = std::make_unique<backend::PackedWeight>();
-            pw->layout = first.layout, pw->rows = rows, pw->cols = cols, pw->plain_scales = first.plain_scales;
-            pw->data = make_buffer(first.data.size(), o.hugepages);
-            std::copy(first.data.data(), first.data.data() + first.data.size(), pw->data.data());
-            mats.push_back({nullptr, nullptr, rows, cols, pw.get()});
-            b.packed.push_back(std::move(pw));
-        } else {
-            b.storage.push_back(make_buffer(codes.size(), o.hugepages));
-            b.storage.push_back(make_buffer(scales.size(), false));
-            std::copy(codes.data(), codes.data() + codes.size(), b.storage[2 * c].data());
-            std::copy(scales.data(), scales.data() + scales.size(), b.storage[2 * c + 1].data());
-            mats.push_back({b.storage[2 * c].data(), b.storage[2 * c + 1].data(), rows, cols});
-        }
-    }
+    const std::vector<Matrix> mats = weight_copies<Matrix>(b, b.copies, first, codes, scales, rows, cols, o.hugepages);
     b.run = [gemm, mats](size_t c, int64_t n) { gemm(mats[c], n); };
     out.push_back(std::move(b));
 }
@@ -240,23 +251,8 @@ void add_fp4_experts(std::vector<Bench>& out, const std::string& name, int64_t r
     k.prepare_fp4({codes.data(), scales.data(), rows, cols}, &first, pool);
     const bool packed = first.layout != backend::PackedLayout::kNone;
     const double expert_bytes = static_cast<double>(packed ? first.data.size() : codes.size() + scales.size());
-    auto mats = std::make_shared<std::vector<backend::Fp4Matrix>>();
-    for (int e = 0; e < experts; ++e) {
-        if (packed) {
-            auto pw = std::make_unique<backend::PackedWeight>();
-            pw->layout = first.layout, pw->rows = rows, pw->cols = cols, pw->plain_scales = first.plain_scales;
-            pw->data = make_buffer(first.data.size(), o.hugepages);
-            std::copy(first.data.data(), first.data.data() + first.data.size(), pw->data.data());
-            mats->push_back({nullptr, nullptr, rows, cols, pw.get()});
-            b.packed.push_back(std::move(pw));
-        } else {
-            b.storage.push_back(make_buffer(codes.size(), o.hugepages));
-            b.storage.push_back(make_buffer(scales.size(), false));
-            std::copy(codes.data(), codes.data() + codes.size(), b.storage[2 * e].data());
-            std::copy(scales.data(), scales.data() + scales.size(), b.storage[2 * e + 1].data());
-            mats->push_back({b.storage[2 * e].data(), b.storage[2 * e + 1].data(), rows, cols});
-        }
-    }
+    auto mats = std::make_shared<std::vector<backend::Fp4Matrix>>(weight_copies<backend::Fp4Matrix>(
+        b, static_cast<size_t>(experts), first, codes, scales, rows, cols, o.hugepages));
     b.copies = static_cast<size_t>(experts);  // call offsets: every expert is the first of some call
     b.used_per_row = used;
     b.bytes_per_call = expert_bytes * used;
