@@ -146,6 +146,10 @@ void gemm_quant(const IsaOps& ops, const QuantProblem* problems, size_t count, T
         }
     }
     if (units.empty()) return;
+    // A single act_quant row against MXFP4 also goes to the ISA's integer form where it has one.
+    auto fp4_row_of = [&](const Item& item) {
+        return item.ni == 1 && !item.p->x && item.p->w.layout == PackedLayout::kFp4R16K8 && ops.prep_fp4_row;
+    };
     // The item whose activations each thread has decoded into its scratch (decoded once per thread and item).
     decoded.assign(static_cast<size_t>(pool.size()), -1);
     for_chunks(
@@ -168,6 +172,10 @@ void gemm_quant(const IsaOps& ops, const QuantProblem* problems, size_t count, T
                     else
                         ops.decode_acts(a.codes + i0 * a.k, a.scales + i0 * kb_count, ni, a.k, s.acts.data(),
                                         s.act_scales.as<float>());
+                    if (fp4_row_of(item)) {
+                        s.fp4_row.ensure(static_cast<size_t>(ops.fp4_row_bytes(a.k)));
+                        ops.prep_fp4_row(a.codes + i0 * a.k, a.k, s.fp4_row.data());
+                    }
                     decoded[thread] = unit.item;
                 }
                 const int64_t ldo = item.p->ldo;
@@ -177,6 +185,7 @@ void gemm_quant(const IsaOps& ops, const QuantProblem* problems, size_t count, T
                                    ldo,           s.gemm.as<float>()};
                 task.plain_scales = item.pw && item.pw->plain_scales;
                 task.plain_codes = item.pw && item.pw->plain_codes;
+                if (fp4_row_of(item)) task.fp4_row = s.fp4_row.data();
                 auto run_groups = [&](int64_t g, int64_t count, const uint8_t* codes, const uint8_t* scales) {
                     task.codes = codes;
                     task.scales = scales;

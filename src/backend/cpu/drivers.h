@@ -50,7 +50,7 @@ void for_chunks(ThreadPool& pool, int64_t n, int64_t chunk, const std::function<
 
 // Per-thread scratch, grown on demand and kept for the thread's lifetime (pool threads are long-lived).
 struct ThreadScratch {
-    AlignedBuffer acts, act_scales, gemm, pack, attn, topk;
+    AlignedBuffer acts, act_scales, fp4_row, gemm, pack, attn, topk;
 };
 ThreadScratch& thread_scratch();
 

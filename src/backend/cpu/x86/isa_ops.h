@@ -60,6 +60,8 @@ struct QuantGemmTask {
     float* out_f32 = nullptr;  // when set, fp32 results go here (same indexing as out) instead of bf16
     bool plain_scales = false;  // PackedWeight::plain_scales of the weight
     bool plain_codes = false;   // PackedWeight::plain_codes of the weight
+    // MXFP4 with n == 1 only, where the ISA has IsaOps::prep_fp4_row: that row in its integer form (else null).
+    const uint8_t* fp4_row = nullptr;
 };
 
 // out[i, j] = sum_k x[i, k] w[j, k] for i < n, j < rows (pointers at the first row of the range).
@@ -152,6 +154,10 @@ struct IsaOps {
     int64_t (*select_entries)(const uint32_t* keys, int64_t n, uint32_t threshold, int64_t ties, int32_t* out);
     void (*gather_fp8_rows)(const uint8_t* codes, const uint8_t* scales, int dim, const int64_t* rows, bf16* out,
                             int64_t r0, int64_t r1);
+    // Optional (AVX2): one act_quant row of k codes in the integer form the table's MXFP4 GEMV reads
+    // (QuantGemmTask::fp4_row), fp4_row_bytes(k) bytes; decode_acts still gives the row's values and scales.
+    int64_t (*fp4_row_bytes)(int64_t k) = nullptr;
+    void (*prep_fp4_row)(const uint8_t* codes, int64_t k, uint8_t* out) = nullptr;
 };
 // The widest hc the SIMD Sinkhorn keeps in registers (the released model has 4).
 inline constexpr int kMaxSimdHc = 8;
@@ -194,5 +200,9 @@ const IsaOps& avx512_ops();
 DEEPINFER_DECLARE_ISA_OPS(avx2)
 DEEPINFER_DECLARE_ISA_OPS(avx512)
 #undef DEEPINFER_DECLARE_ISA_OPS
+namespace avx2 {
+int64_t fp4_row_bytes(int64_t k);
+void prep_fp4_row(const uint8_t* codes, int64_t k, uint8_t* out);
+}  // namespace avx2
 
 }  // namespace deepinfer::backend::cpu

@@ -54,6 +54,19 @@ struct Int8x16 {
 };
 inline constexpr Int8x16 kE2M1Twice = {{0, 1, 2, 3, 4, 6, 8, 12, 0, -1, -2, -3, -4, -6, -8, -12}};
 
+// e2m1 code -> 2 * value + 12 as uint8 (0..24): the unsigned operand of the AVX2 integer MXFP4 GEMV
+// (gemv_fp4_int_avx2.cpp), which takes the 12 back out once per block.
+struct Uint8x16 {
+    alignas(16) uint8_t v[16];
+};
+inline constexpr int kE2M1Bias = 12;
+constexpr Uint8x16 make_e2m1_biased() {
+    Uint8x16 t{};
+    for (int i = 0; i < 16; ++i) t.v[i] = static_cast<uint8_t>(kE2M1Twice.v[i] + kE2M1Bias);
+    return t;
+}
+inline constexpr Uint8x16 kE2M1Biased = make_e2m1_biased();
+
 // e8m0 byte -> fp32 (2^(b-127); 0 is the subnormal 2^-127, 255 is NaN), as numeric.h e8m0_to_float.
 constexpr Floats256 make_e8m0() {
     Floats256 t{};
