@@ -3,7 +3,9 @@
 # then ggml again (the machine's bandwidth drifts; the two ggml runs give its range).
 #   tools/ggml_compare/side_by_side.sh GGML_SRC [WORK_DIR]
 # GGML_SRC: a checkout of github.com/ggml-org/ggml (fetched, never committed). WORK_DIR (default
-# /tmp/ggml-compare) receives ggml's build and the driver. Set ROWS / THREADS / ITERS to change the cases.
+# /tmp/ggml-compare) receives ggml's build and the driver. Set ROWS / THREADS / ITERS to change the cases,
+# ISA=avx2 to build ggml for AVX2 (+FMA, F16C, BMI2) only and run deepinfer's AVX2 table: both as on an AVX2-only
+# CPU (keep a WORK_DIR per ISA).
 set -e
 SRC=${1:?usage: side_by_side.sh GGML_SRC [WORK_DIR]}
 WORK=${2:-/tmp/ggml-compare}
@@ -13,9 +15,15 @@ DEEPINFER=${DEEPINFER:-$ROOT/build/release/tools/deepinfer}
 ROWS=${ROWS:-1,4,16,64}
 T=${THREADS:-2}
 I=${ITERS:-3}
+case "${ISA:-native}" in
+  native) GGML_ISA="-DGGML_NATIVE=ON"; DI_ISA="" ;;
+  avx2) GGML_ISA="-DGGML_NATIVE=OFF -DGGML_AVX=ON -DGGML_AVX2=ON -DGGML_FMA=ON -DGGML_F16C=ON -DGGML_BMI2=ON"
+        DI_ISA="--isa avx2" ;;
+  *) echo "ISA must be native or avx2" >&2; exit 2 ;;
+esac
 mkdir -p "$WORK"
 if [ ! -f "$WORK/build/src/libggml-cpu.a" ]; then
-  cmake -S "$SRC" -B "$WORK/build" -G Ninja -DCMAKE_BUILD_TYPE=Release -DGGML_NATIVE=ON -DBUILD_SHARED_LIBS=OFF
+  cmake -S "$SRC" -B "$WORK/build" -G Ninja -DCMAKE_BUILD_TYPE=Release $GGML_ISA -DBUILD_SHARED_LIBS=OFF
   cmake --build "$WORK/build" --target ggml
 fi
 g++ -O2 -std=c++17 -I"$SRC/include" "$HERE/ggml_bench.cpp" "$WORK/build/src/libggml.a" \
@@ -33,6 +41,6 @@ ggml() {
   $G mm bf16 129280 5120 $T $I $ROWS plain
 }
 date; ggml
-date; "$DEEPINFER" bench-ops --no-hugepages --threads "$T" --rows "$ROWS" --iters "$I"
+date; "$DEEPINFER" bench-ops $DI_ISA --no-hugepages --threads "$T" --rows "$ROWS" --iters "$I"
 date; ggml
 date
