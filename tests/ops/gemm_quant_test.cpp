@@ -136,6 +136,23 @@ TEST(GemmFp8Bf16x, SmallShapes) {
     for (const Shape& s : kSmallShapes) run_fp8_bf16x(s, seed++);
 }
 
+// bf16 activations far outside e4m3's range (up to 2^100 and down to 2^-100, zeros): fp8 decodes that scale the
+// activations (the AVX2 bit-placing one, for e4m3 rows only) must not see these rows.
+TEST(GemmFp8Bf16x, WideActivations) {
+    for (int64_t n = 1; n <= 5; ++n) {
+        Inputs in(170 + n);
+        const Shape s{n, 48, 256, 0};
+        std::vector<bf16> x(s.n * s.k);
+        for (auto& v : x) {
+            const float mag = std::ldexp(in.uniform(1.0f, 2.0f), in.uniform_int(-100, 100));
+            v = float_to_bf16(in.uniform_int(0, 9) == 0 ? 0.0f : (in.uniform_int(0, 1) ? mag : -mag));
+        }
+        std::vector<uint8_t> codes = in.e4m3_codes(s.rows * s.k);
+        std::vector<uint8_t> scales = in.bytes((s.rows / 32 + 1) * (s.k / 32), 112, 134);
+        check_fp8_bf16x(s, x, Fp8Matrix{codes.data(), scales.data(), s.rows, s.k});
+    }
+}
+
 // One wo_a group (1024 x 4096, spec §5.3.7) at decode batch sizes.
 TEST(GemmFp8Bf16x, ReleasedShapes) {
     run_fp8_bf16x({1, 1024, 4096, 0}, 10);

@@ -185,6 +185,7 @@ void gemm_quant(const IsaOps& ops, const QuantProblem* problems, size_t count, T
                                    ldo,           s.gemm.as<float>()};
                 task.plain_scales = item.pw && item.pw->plain_scales;
                 task.plain_codes = item.pw && item.pw->plain_codes;
+                task.acts_e4m3 = !item.p->x;
                 if (fp4_row_of(item)) task.fp4_row = s.fp4_row.data();
                 auto run_groups = [&](int64_t g, int64_t count, const uint8_t* codes, const uint8_t* scales) {
                     task.codes = codes;

@@ -60,6 +60,7 @@ struct QuantGemmTask {
     float* out_f32 = nullptr;  // when set, fp32 results go here (same indexing as out) instead of bf16
     bool plain_scales = false;  // PackedWeight::plain_scales of the weight
     bool plain_codes = false;   // PackedWeight::plain_codes of the weight
+    bool acts_e4m3 = false;     // the activations are decode_acts' e4m3 values (not bf16 rows taken as they are)
     // MXFP4 with n == 1 only, where the ISA has IsaOps::prep_fp4_row: that row in its integer form (else null).
     const uint8_t* fp4_row = nullptr;
 };
