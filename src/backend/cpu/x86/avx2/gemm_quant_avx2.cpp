@@ -237,6 +237,23 @@ void run(const QuantGemmTask& t, const Chunk& chunk, const Scales& scales_of) {
     }
 }
 
+// Every activation value of the task 0 or of magnitude in [2^-100, 2^9) (so no NaN / infinity either).
+bool in_bits_range(const QuantGemmTask& t) {
+    const float* a = static_cast<const float*>(t.acts);
+    const __m256 magnitude = _mm256_castsi256_ps(_mm256_set1_epi32(0x7fffffff));
+    const __m256 lo = _mm256_set1_ps(0x1p-100f), hi = _mm256_set1_ps(0x1p9f), zero = _mm256_setzero_ps();
+    __m256 bad = zero;
+    const int64_t total = t.n * t.k;  // k is a multiple of 32
+    for (int64_t i = 0; i < total; i += 8) {
+        const __m256 m = _mm256_and_ps(_mm256_loadu_ps(a + i), magnitude);
+        // outside: NaN (unordered), >= 2^9, or nonzero below 2^-100
+        const __m256 in_range = _mm256_and_ps(_mm256_cmp_ps(m, lo, _CMP_GE_OQ), _mm256_cmp_ps(m, hi, _CMP_LT_OQ));
+        const __m256 ok = _mm256_or_ps(_mm256_cmp_ps(m, zero, _CMP_EQ_OQ), in_range);
+        bad = _mm256_or_ps(bad, _mm256_andnot_ps(ok, _mm256_castsi256_ps(_mm256_set1_epi32(-1))));
+    }
+    return _mm256_movemask_ps(bad) == 0;
+}
+
 }  // namespace
 
 void gemm_fp8(const QuantGemmTask& t) {
@@ -244,10 +261,13 @@ void gemm_fp8(const QuantGemmTask& t) {
     auto scales = [&](int64_t g, int64_t kb, __m256& sw0, __m256& sw1) {
         sw0 = sw1 = _mm256_set1_ps(e8m0_to_float(t.scales[packed_scale_offset(g, t.groups, kb, kb_count, 1)]));
     };
-    // The bit-placing decode needs e4m3 activations (their 2^119 scaling stays finite and their products
-    // normal) and hands subnormal weights to the FMAs as fp32 subnormals (so not under DAZ).
+    // The bit-placing decode hands subnormal weights to the FMAs as fp32 subnormals (so not under DAZ) and needs
+    // activations whose 2^119 scaling stays finite and whose products stay normal: e4m3 values always are;
+    // bf16 rows (gemm_fp8_bf16x) when every value is 0 or 2^-100 <= |a| < 2^9 (then every product and partial
+    // sum is a multiple of 2^-120 at least, above fp32's subnormals).
     const bool daz = (_mm_getcsr() & 0x0040u) != 0;
-    if (t.plain_codes && t.acts_e4m3 && t.n <= kStreamRows && !daz) run(t, Fp8BitsChunk{}, scales);
+    if (t.plain_codes && t.n <= kStreamRows && !daz && (t.acts_e4m3 || in_bits_range(t)))
+        run(t, Fp8BitsChunk{}, scales);
     else if (t.plain_codes) run(t, Fp8Chunk<false>{}, scales);
     else run(t, Fp8Chunk<true>{}, scales);
 }
