@@ -136,8 +136,9 @@ TEST(GemmFp8Bf16x, SmallShapes) {
     for (const Shape& s : kSmallShapes) run_fp8_bf16x(s, seed++);
 }
 
-// bf16 activations far outside e4m3's range (up to 2^100 and down to 2^-100, zeros): fp8 decodes that scale the
-// activations (the AVX2 bit-placing one, for e4m3 rows only) must not see these rows.
+// bf16 activations far outside e4m3's range (up to 2^100 and down to 2^-100, zeros), and ordinary rows with one
+// value just past the upper end of the range the AVX2 bit-placing decode takes: a decode that scales the
+// activations must take only rows within its range.
 TEST(GemmFp8Bf16x, WideActivations) {
     for (int64_t n = 1; n <= 5; ++n) {
         Inputs in(170 + n);
@@ -150,6 +151,11 @@ TEST(GemmFp8Bf16x, WideActivations) {
         std::vector<uint8_t> codes = in.e4m3_codes(s.rows * s.k);
         std::vector<uint8_t> scales = in.bytes((s.rows / 32 + 1) * (s.k / 32), 112, 134);
         check_fp8_bf16x(s, x, Fp8Matrix{codes.data(), scales.data(), s.rows, s.k});
+        // ordinary rows but for one value at the edge of the AVX2 bit-placing decode's range (2^9 is outside:
+        // scaled by 2^119 it would overflow)
+        std::vector<bf16> edge = in.bf16s(s.n * s.k, -3.0f, 3.0f);
+        edge[(s.n - 1) * s.k + 17] = float_to_bf16(0x1p9f);
+        check_fp8_bf16x(s, edge, Fp8Matrix{codes.data(), scales.data(), s.rows, s.k});
     }
 }
 

@@ -150,6 +150,11 @@ void gemm_quant(const IsaOps& ops, const QuantProblem* problems, size_t count, T
     auto fp4_row_of = [&](const Item& item) {
         return item.ni == 1 && !item.p->x && item.p->w.layout == PackedLayout::kFp4R16K8 && ops.prep_fp4_row;
     };
+    // fp8 prepared without NaN codes, where the ISA has a bit-placing decode: its activations are also made
+    // ready for that decode, once per thread and item like the decode itself.
+    auto bits_acts_of = [&](const Item& item) {
+        return ops.fp8_bits_acts && item.pw && item.pw->layout == PackedLayout::kFp8R16K4 && item.pw->plain_codes;
+    };
     // The item whose activations each thread has decoded into its scratch (decoded once per thread and item).
     decoded.assign(static_cast<size_t>(pool.size()), -1);
     for_chunks(
@@ -176,6 +181,11 @@ void gemm_quant(const IsaOps& ops, const QuantProblem* problems, size_t count, T
                         s.fp4_row.ensure(static_cast<size_t>(ops.fp4_row_bytes(a.k)));
                         ops.prep_fp4_row(a.codes + i0 * a.k, a.k, s.fp4_row.data());
                     }
+                    s.bits_acts_ok = false;
+                    if (bits_acts_of(item)) {
+                        s.bits_acts.ensure(static_cast<size_t>(ni * a.k * ops.act_bytes));
+                        s.bits_acts_ok = ops.fp8_bits_acts(s.acts.data(), ni, a.k, !item.p->x, s.bits_acts.data());
+                    }
                     decoded[thread] = unit.item;
                 }
                 const int64_t ldo = item.p->ldo;
@@ -185,8 +195,8 @@ void gemm_quant(const IsaOps& ops, const QuantProblem* problems, size_t count, T
                                    ldo,           s.gemm.as<float>()};
                 task.plain_scales = item.pw && item.pw->plain_scales;
                 task.plain_codes = item.pw && item.pw->plain_codes;
-                task.acts_e4m3 = !item.p->x;
                 if (fp4_row_of(item)) task.fp4_row = s.fp4_row.data();
+                if (bits_acts_of(item) && s.bits_acts_ok) task.bits_acts = s.bits_acts.data();
                 auto run_groups = [&](int64_t g, int64_t count, const uint8_t* codes, const uint8_t* scales) {
                     task.codes = codes;
                     task.scales = scales;

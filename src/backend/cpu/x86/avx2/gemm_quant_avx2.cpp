@@ -194,11 +194,7 @@ void run(const QuantGemmTask& t, const Chunk& chunk, const Scales& scales_of) {
     float* sw = panel + 16 * t.k;
     if (t.n <= kStreamRows) {
         QuantGemmTask s = t;
-        if constexpr (Chunk::kActScale != 1.0f) {  // the activations as the decode expects them, in the panel's space
-            const float* a = static_cast<const float*>(t.acts);
-            for (int64_t i = 0; i < t.n * t.k; ++i) panel[i] = a[i] * Chunk::kActScale;
-            s.acts = panel;
-        }
+        if constexpr (Chunk::kActScale != 1.0f) s.acts = t.bits_acts;  // scaled once per item (fp8_bits_acts)
         switch (t.n) {
             case 1: stream_all<1>(s, chunk, scales_of); break;
             case 2: stream_all<2>(s, chunk, scales_of); break;
@@ -237,24 +233,30 @@ void run(const QuantGemmTask& t, const Chunk& chunk, const Scales& scales_of) {
     }
 }
 
-// Every activation value of the task 0 or of magnitude in [2^-100, 2^9) (so no NaN / infinity either).
-bool in_bits_range(const QuantGemmTask& t) {
-    const float* a = static_cast<const float*>(t.acts);
+}  // namespace
+
+// Activations for Fp8BitsChunk (x 2^119), for at most kStreamRows rows: e4m3 values always; bf16 rows when every
+// value is 0 or of magnitude in [2^-100, 2^9) (so no NaN / infinity either).
+bool fp8_bits_acts(const void* acts, int64_t n, int64_t k, bool e4m3, void* out) {
+    if (n > kStreamRows) return false;
+    const float* a = static_cast<const float*>(acts);
+    float* o = static_cast<float*>(out);
     const __m256 magnitude = _mm256_castsi256_ps(_mm256_set1_epi32(0x7fffffff));
     const __m256 lo = _mm256_set1_ps(0x1p-100f), hi = _mm256_set1_ps(0x1p9f), zero = _mm256_setzero_ps();
+    const __m256 scale = _mm256_set1_ps(Fp8BitsChunk::kActScale);
     __m256 bad = zero;
-    const int64_t total = t.n * t.k;  // k is a multiple of 32
-    for (int64_t i = 0; i < total; i += 8) {
-        const __m256 m = _mm256_and_ps(_mm256_loadu_ps(a + i), magnitude);
+    for (int64_t i = 0; i < n * k; i += 8) {  // k is a multiple of 32
+        const __m256 v = _mm256_loadu_ps(a + i);
+        _mm256_storeu_ps(o + i, _mm256_mul_ps(v, scale));
+        if (e4m3) continue;
         // outside: NaN (unordered), >= 2^9, or nonzero below 2^-100
+        const __m256 m = _mm256_and_ps(v, magnitude);
         const __m256 in_range = _mm256_and_ps(_mm256_cmp_ps(m, lo, _CMP_GE_OQ), _mm256_cmp_ps(m, hi, _CMP_LT_OQ));
         const __m256 ok = _mm256_or_ps(_mm256_cmp_ps(m, zero, _CMP_EQ_OQ), in_range);
         bad = _mm256_or_ps(bad, _mm256_andnot_ps(ok, _mm256_castsi256_ps(_mm256_set1_epi32(-1))));
     }
     return _mm256_movemask_ps(bad) == 0;
 }
-
-}  // namespace
 
 void gemm_fp8(const QuantGemmTask& t) {
     const int64_t kb_count = t.k / 32;
@@ -264,9 +266,10 @@ void gemm_fp8(const QuantGemmTask& t) {
     // The bit-placing decode hands subnormal weights to the FMAs as fp32 subnormals (so not under DAZ) and needs
     // activations whose 2^119 scaling stays finite and whose products stay normal: e4m3 values always are;
     // bf16 rows (gemm_fp8_bf16x) when every value is 0 or 2^-100 <= |a| < 2^9 (then every product and partial
-    // sum is a multiple of 2^-120 at least, above fp32's subnormals).
+    // sum is a multiple of 2^-120 at least, above fp32's subnormals). fp8_bits_acts checked that and scaled them,
+    // once per thread and GEMM (t.bits_acts).
     const bool daz = (_mm_getcsr() & 0x0040u) != 0;
-    if (t.plain_codes && t.n <= kStreamRows && !daz && (t.acts_e4m3 || in_bits_range(t)))
+    if (t.plain_codes && t.n <= kStreamRows && !daz && t.bits_acts)
         run(t, Fp8BitsChunk{}, scales);
     else if (t.plain_codes) run(t, Fp8Chunk<false>{}, scales);
     else run(t, Fp8Chunk<true>{}, scales);
