@@ -4,6 +4,9 @@
 // so outputs may differ by 1 bf16 ulp, rarely.
 #include <gtest/gtest.h>
 
+#include <algorithm>
+#include <cstring>
+
 #include "backend/kernels.h"
 #include "op_harness.h"
 
@@ -225,6 +228,70 @@ TEST(GemmFp8, NanPropagates) {
         EXPECT_FALSE(pw.plain_codes) << isa_name(table->isa);
     }
     check_fp8(s, acts.all(), w);
+}
+
+// The AVX-512 table decodes the fp8 blocks without subnormal codes by placing the codes' bits (1-4 rows,
+// gemm_quant_avx512.cpp) and the rest by table lookup; a canonical weight, packed per call, has no block
+// flags and takes the lookup everywhere. The two must give the same bits. Weights of normal
+// codes (the largest included), zeros of both signs and a subnormal code planted in about a third of the
+// 16x32 blocks; e4m3 activations, bf16 rows within the range the bit placing takes (2^-54 <= |a| < 2^64) and
+// rows with one value outside it; bf16 and fp32 outputs; 1-8 rows (5-8 run the lookup alone), 1-3 threads;
+// and the reference within the budget.
+TEST(GemmFp8, BitPlacingDecodeIsTheLookup) {
+    Inputs in(21);
+    const Shape shapes[] = {{1, 100, 1280, 0}, {2, 64, 256, 0}, {3, 16, 32, 0},
+                            {4, 47, 160, 0},   {5, 33, 96, 0},  {8, 40, 64, 0}};
+    for (const Shape& s : shapes) {
+        SCOPED_TRACE(describe(s));
+        std::vector<uint8_t> codes = in.e4m3_normal_codes(s.rows * s.k);
+        std::vector<uint8_t> scales = in.bytes(((s.rows + 31) / 32) * (s.k / 32), 100, 150);
+        int planted = 0;
+        for (int64_t g = 0; g < (s.rows + 15) / 16; ++g)
+            for (int64_t kb = 0; kb < s.k / 32; ++kb) {
+                if (in.uniform_int(0, 2) != 0) continue;
+                const int64_t row = std::min<int64_t>(s.rows - 1, 16 * g + in.uniform_int(0, 15));
+                codes[row * s.k + 32 * kb + in.uniform_int(0, 31)] =
+                    static_cast<uint8_t>(in.uniform_int(1, 7) | in.uniform_int(0, 1) << 7);
+                ++planted;
+            }
+        const Fp8Matrix w{codes.data(), scales.data(), s.rows, s.k};
+        QuantizedActs acts(in, s.n, s.k);
+        std::vector<bf16> x_in = in.bf16s(s.n * s.k, -3.0f, 3.0f);
+        x_in[0] = float_to_bf16(0x1p-54f);
+        x_in[s.n * s.k - 1] = float_to_bf16(-0x1.fep63f);
+        x_in[s.k / 2] = float_to_bf16(-0.0f);
+        std::vector<bf16> x_big = x_in, x_tiny = x_in;
+        x_big[s.n * s.k / 3] = float_to_bf16(0x1p64f);
+        x_tiny[s.n * s.k / 3] = float_to_bf16(0x1p-55f);
+        const int64_t count = s.n * s.rows;
+        for (const Kernels* table : simd_tables())
+            for (int threads : {1, 2, 3}) {
+                SCOPED_TRACE(std::string(isa_name(table->isa)) + " threads=" + std::to_string(threads) +
+                             " planted=" + std::to_string(planted));
+                ThreadPool pool(threads);
+                PackedWeight pw;
+                table->prepare_fp8(w, &pw, pool);
+                Fp8Matrix prepared = w;
+                prepared.prepared = &pw;
+                auto same_bf16 = [&](auto&& gemm) {
+                    std::vector<bf16> lookup(count), placed(count);
+                    gemm(w, lookup.data());
+                    gemm(prepared, placed.data());
+                    return std::memcmp(lookup.data(), placed.data(), count * sizeof(bf16)) == 0;
+                };
+                EXPECT_TRUE(same_bf16(
+                    [&](const Fp8Matrix& m, bf16* o) { table->gemm_fp8(acts.all(), m, o, s.rows, pool); }));
+                for (const std::vector<bf16>* x : {&x_in, &x_big, &x_tiny})
+                    EXPECT_TRUE(same_bf16([&](const Fp8Matrix& m, bf16* o) {
+                        table->gemm_fp8_bf16x(x->data(), s.n, m, o, s.rows, pool);
+                    })) << "bf16 rows " << (x == &x_in ? "in range" : x == &x_big ? "with 2^64" : "with 2^-55");
+                std::vector<float> lookup(count), placed(count);
+                table->gemm_fp8_f32(acts.all(), w, lookup.data(), s.rows, pool);
+                table->gemm_fp8_f32(acts.all(), prepared, placed.data(), s.rows, pool);
+                EXPECT_EQ(std::memcmp(lookup.data(), placed.data(), count * sizeof(float)), 0) << "fp32 outputs";
+            }
+        check_fp8(s, acts.all(), w);
+    }
 }
 
 // MXFP4 scale codes 0 (2^-127) and 255 (NaN) give the reference's results; prepared weights carry them on

@@ -176,6 +176,17 @@ class Inputs {
         }
         return v;
     }
+    // e4m3 codes as a quantized weight has them, without subnormals: normal codes of every exponent (the
+    // largest, 0x7e / 0xfe, included) and about one zero in 64 (either sign).
+    std::vector<uint8_t> e4m3_normal_codes(size_t n) {
+        std::vector<uint8_t> v(n);
+        for (auto& c : v) {
+            const int sign = uniform_int(0, 1) << 7;
+            if (uniform_int(0, 63) == 0) c = static_cast<uint8_t>(sign);
+            else c = static_cast<uint8_t>(sign | uniform_int(0x08, 0x7e));
+        }
+        return v;
+    }
     std::vector<uint8_t> bytes(size_t n, int lo = 0, int hi = 255) {
         std::vector<uint8_t> v(n);
         for (auto& c : v) c = static_cast<uint8_t>(uniform_int(lo, hi));

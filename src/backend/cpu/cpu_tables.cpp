@@ -29,7 +29,7 @@ const IsaOps& avx512_ops() {
                                avx512::rms_norm_rows, avx512::swiglu_rows, avx512::rope,
                                avx512::pair_pool, avx512::hc_sinkhorn_rows, avx512::hc_collapse_rows,
                                avx512::hc_expand_rows, avx512::order_keys, avx512::select_entries,
-                               avx512::gather_fp8_rows};
+                               avx512::gather_fp8_rows, nullptr, nullptr, avx512::fp8_bits_acts};
     return ops;
 }
 

@@ -94,12 +94,13 @@ void pack_fp4_groups(const Fp4Matrix& w, int64_t g0, int64_t g1, uint8_t* codes_
 }
 
 void prepare_fp8(const Fp8Matrix& w, PackedWeight* out, ThreadPool& pool) {
-    const int64_t groups = row_groups(w.rows);
+    const int64_t groups = row_groups(w.rows), kb_count = w.cols / 32;
     const int64_t code_bytes = fp8_packed_code_bytes(groups, w.cols);
+    const int64_t scale_bytes = fp8_packed_scale_bytes(groups, w.cols);
     out->layout = PackedLayout::kFp8R16K4;
     out->rows = w.rows;
     out->cols = w.cols;
-    out->data.allocate(static_cast<size_t>(code_bytes + fp8_packed_scale_bytes(groups, w.cols)));
+    out->data.allocate(static_cast<size_t>(code_bytes + 2 * scale_bytes));  // codes, scales, subnormal-block flags
     uint8_t* base = out->data.data();
     // whole pairs per thread (the layout interleaves the two groups of a pair)
     std::atomic<bool> nan_code{false};
@@ -113,6 +114,20 @@ void prepare_fp8(const Fp8Matrix& w, PackedWeight* out, ThreadPool& pool) {
         for (const uint8_t* c = codes; c < base + fp8_packed_code_bytes(g1, w.cols); c += kPackedChunkBytes)
             for (int i = 0; i < kPackedChunkBytes; ++i) any |= (c[i] & 0x7f) == 0x7f;
         if (any) nan_code = true;
+        // each group's block flag, where its scale is, scale_bytes further on: a subnormal code (exponent 0,
+        // mantissa != 0) among the block's 512
+        uint8_t* flags = base + code_bytes + scale_bytes + fp8_packed_scale_bytes(g0, w.cols);
+        for (int64_t g = g0; g < g1; ++g) {
+            const PackedGroup pg = packed_group(g - g0, g1 - g0, kb_count, kFp8BlockBytes, kPackedChunkBytes);
+            for (int64_t kb = 0; kb < kb_count; ++kb) {
+                uint8_t sub = 0;
+                for (int c = 0; c < 8; ++c) {
+                    const uint8_t* chunk = codes + pg.offset + kb * pg.block_stride + c * pg.piece_stride;
+                    for (int i = 0; i < kPackedChunkBytes; ++i) sub |= (chunk[i] & 0x78) == 0 && (chunk[i] & 0x07) != 0;
+                }
+                flags[packed_scale_offset(g - g0, g1 - g0, kb, kb_count, 1)] = sub;
+            }
+        }
     });
     out->plain_codes = !nan_code;
 }

@@ -10,6 +10,9 @@
 //          (L, d in 0..3; h, e in 0..1). A 512-bit unpacklo/unpackhi of the decoded low/high bf16 bytes
 //          then yields, in dword lane r, the column pairs (4c, 4c+1) and (4c+2, 4c+3) of row r.
 //   scales [G][KB] bytes = scale[16g / 32][kb] (the block's e8m0 scale), after all codes.
+//   flags  [G][KB] bytes, indexed as the scales, after them (prepare_fp8 only, not per-call packing): nonzero
+//          when the group's 16x32 block holds a subnormal code (exponent 0, mantissa != 0), which the AVX-512
+//          bit-placing decode cannot represent (gemm_quant_avx512.cpp).
 // kFp4R16K8 (MXFP4 + 1x32 e8m0):
 //   codes  [G][KB][4 chunks][64 bytes]; chunk c of block kb holds columns 32kb + 8c + {0..7}. Read as 32
 //          little-endian 16-bit words: nibble q (bits 4q..4q+3) of word 2r + e = e2m1 code of

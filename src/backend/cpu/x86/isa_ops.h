@@ -63,8 +63,10 @@ struct QuantGemmTask {
     // MXFP4 with n == 1 only, where the ISA has IsaOps::prep_fp4_row: that row in its integer form (else null).
     const uint8_t* fp4_row = nullptr;
     // fp8 prepared without NaN codes, where the ISA has IsaOps::fp8_bits_acts and it accepted the activations:
-    // the activations in the form its bit-placing decode reads (else null).
+    // the activations in the form its bit-placing decode reads, and the weight's subnormal-block flags of the
+    // first group (packing.h; else null).
     const void* bits_acts = nullptr;
+    const uint8_t* block_flags = nullptr;
 };
 
 // out[i, j] = sum_k x[i, k] w[j, k] for i < n, j < rows (pointers at the first row of the range).
@@ -161,7 +163,7 @@ struct IsaOps {
     // (QuantGemmTask::fp4_row), fp4_row_bytes(k) bytes; decode_acts still gives the row's values and scales.
     int64_t (*fp4_row_bytes)(int64_t k) = nullptr;
     void (*prep_fp4_row)(const uint8_t* codes, int64_t k, uint8_t* out) = nullptr;
-    // Optional (AVX2): decoded activations [n, k] (decode_acts' e4m3 values when `e4m3`, else bf16 rows taken
+    // Optional (AVX2, AVX-512): decoded activations [n, k] (decode_acts' e4m3 values when `e4m3`, else bf16 rows taken
     // as they are) in the form the table's fp8 bit-placing decode reads, into out (the same size); false when
     // that decode does not take them (too many rows, or a value outside its range). The driver calls it once
     // per thread and GEMM, like decode_acts, rather than every work unit doing it.
@@ -208,6 +210,9 @@ const IsaOps& avx512_ops();
 DEEPINFER_DECLARE_ISA_OPS(avx2)
 DEEPINFER_DECLARE_ISA_OPS(avx512)
 #undef DEEPINFER_DECLARE_ISA_OPS
+namespace avx512 {
+bool fp8_bits_acts(const void* acts, int64_t n, int64_t k, bool e4m3, void* out);
+}  // namespace avx512
 namespace avx2 {
 int64_t fp4_row_bytes(int64_t k);
 void prep_fp4_row(const uint8_t* codes, int64_t k, uint8_t* out);

@@ -18,17 +18,49 @@ namespace {
 // Decoders of one 64-byte chunk into kVectors registers: vector q holds, in dword lane r, the bf16 pair
 // of columns (2 t, 2 t + 1) of row r with t = kVectors * chunk + q (packing.h).
 // Each decoder carries the software prefetch of its stream: distance and target cache level (see below).
+// fp8 weights are decoded one of two ways, chosen per 16x32 block of a group:
+// - Fp8Bits, for 1-4 activation rows, on blocks without subnormal codes (prepare_fp8 flags them) of weights
+//   without NaN codes: the code's bits placed as bf16 bits, no table lookup. An unpack with zero puts each code
+//   in the top byte of a 16-bit word (the same word order as the lookup's unpacks); an arithmetic shift by 4
+//   and a mask leave the sign on bit 15, exponent e on the bf16 exponent field as is and the mantissa below it:
+//   the bf16 value w * 2^-120, exact for every normal code and for zero (a subnormal code would become a bf16
+//   denormal, which vdpbf16ps reads as zero). The activations come scaled by 2^64 (fp8_bits_acts), so each
+//   product is w a 2^-56 and the block's partial sum -- every term and partial sum in fp32's normal range --
+//   is the lookup's times 2^-56 exactly; multiplying it by 2^56 gives that sum bit for bit.
+// - Fp8ToBf16 (two 128-entry byte lookups, exact for every code) for every other block.
+// The lookups (vpermi2b) share Zen 4's execution ports with vdpbf16ps, unpacks, shifts and masks much less:
+// a standalone n = 1 loop took 5.9 cycles per 64-byte chunk with the lookups, 4.8 with the bits.
+struct Fp8Bits {
+    const __m512i keep = _mm512_set1_epi16(static_cast<short>(0x87f0));  // sign, exponent e, mantissa
+    inline void decode(const uint8_t* p, __m512i* v) const {
+        const __m512i x = _mm512_load_si512(p), zero = _mm512_setzero_si512();
+        v[0] = _mm512_and_si512(_mm512_srai_epi16(_mm512_unpacklo_epi8(zero, x), 4), keep);
+        v[1] = _mm512_and_si512(_mm512_srai_epi16(_mm512_unpackhi_epi8(zero, x), 4), keep);
+    }
+};
+
 struct Fp8Chunks {
     static constexpr int kVectors = 2, kChunks = 8;
     static constexpr int64_t kBlockBytes = 512;
     static constexpr int64_t kPrefetchBytes = 3072;
     static constexpr int kPrefetchHint = _MM_HINT_T0;
+    static constexpr bool kTwoDecoders = true;
+    static constexpr float kBitsCorrection = 0x1p56f;  // 2^120 (weights) x 2^-64 (activations)
     Fp8ToBf16 dec;
+    Fp8Bits bits;
+    const uint8_t* flags = nullptr;    // the task's subnormal-block flags (indexed as the scales); null: lookups only
+    const uint32_t* scaled = nullptr;  // the task's activations x 2^64, [n, k / 2] bf16 pairs
     inline void decode(const uint8_t* p, __m512i* v) const { dec.decode(_mm512_load_si512(p), v[0], v[1]); }
+    // Whether block kb of groups [g, g + count) of the task (count 1 or a whole pair) takes the bits.
+    inline bool bits_block(const QuantGemmTask& t, int64_t g, int count, int64_t kb) const {
+        const uint8_t* f = flags + packed_scale_offset(g, t.groups, kb, t.k / 32, 1);
+        return count == 2 ? (f[0] | f[1]) == 0 : f[0] == 0;
+    }
 };
 
 struct Fp4Chunks {
     static constexpr int kVectors = 4, kChunks = 4;
+    static constexpr bool kTwoDecoders = false;
     static constexpr int64_t kBlockBytes = 256;
     static constexpr int64_t kPrefetchBytes = 6144;
     static constexpr int kPrefetchHint = _MM_HINT_T1;
@@ -63,10 +95,9 @@ inline void store_row(float* out, __mmask16 mask, __m512 v) { _mm512_mask_storeu
 // (they hide the latency of vdpbf16ps); 5-8 rows have chains enough and too few registers for that, so the
 // groups take turns within each block (kSideBySide false), still reading the pair's block once.
 template <int R, int G, class Chunks, class Scales>
-void stream_rows(const QuantGemmTask& t, const Chunks& chunks, const Scales& scale_of, int64_t g0) {
+void stream_rows(const QuantGemmTask& t, const Chunks& chunks, const Scales& scale_of, int64_t g0, int64_t i0) {
     constexpr bool kSideBySide = R <= 4;
     const int64_t kb_count = t.k / 32, a_stride = t.k / 2;
-    const auto* acts = static_cast<const uint32_t*>(t.acts);
     const float* sa = t.act_scales;
     // G = 2 only for a whole pair, G = 1 only for a lone group: the strides are G chunks and G blocks
     const uint8_t* codes =
@@ -77,14 +108,20 @@ void stream_rows(const QuantGemmTask& t, const Chunks& chunks, const Scales& sca
     for (int g = 0; g < G; ++g)
 #pragma GCC unroll 16
         for (int r = 0; r < R; ++r) acc[g][r] = _mm512_setzero_ps();
-    // The block partials of groups [gb, ge) (all G side by side, or one), then their scaled accumulation.
-    auto run_block = [&]<int kGroups>(int64_t kb, int gb) {
+    // The block partials of groups [gb, gb + kGroups) (all G side by side, or one) by decoder `dec` against
+    // `acts`, times `correction` (a power of two, exact), then their scaled accumulation.
+    auto run_block = [&]<int kGroups, bool kCorrect, class Decoder>(int64_t kb, int gb, const Decoder& dec,
+                                                                     const uint32_t* acts, float correction) {
         __m512 p[kGroups][R];
 #pragma GCC unroll 16
         for (int g = 0; g < kGroups; ++g)
 #pragma GCC unroll 16
             for (int r = 0; r < R; ++r) p[g][r] = _mm512_setzero_ps();
+        // The block's codes, prefetches and activation pairs each from one register plus constant offsets:
+        // without the barriers GCC keeps one induction pointer per offset, and they spill.
         const uint8_t* block = codes + kb * kBlockStride + gb * kPackedChunkBytes;
+        const uint32_t* a_block = acts + kb * 16;
+        if constexpr (R <= 4) __asm__("" : "+r"(block), "+r"(a_block));
 #pragma GCC unroll 8
         for (int ch = 0; ch < Chunks::kChunks; ++ch) {
             __m512i v[kGroups][Chunks::kVectors];
@@ -93,7 +130,7 @@ void stream_rows(const QuantGemmTask& t, const Chunks& chunks, const Scales& sca
                 const uint8_t* chunk = block + ch * kPieceStride + g * kPackedChunkBytes;
                 _mm_prefetch(reinterpret_cast<const char*>(chunk + Chunks::kPrefetchBytes),
                              static_cast<_mm_hint>(Chunks::kPrefetchHint));
-                chunks.decode(chunk, v[g]);
+                dec.decode(chunk, v[g]);
             }
 #pragma GCC unroll 4
             for (int q = 0; q < Chunks::kVectors; ++q) {
@@ -101,24 +138,42 @@ void stream_rows(const QuantGemmTask& t, const Chunks& chunks, const Scales& sca
 #pragma GCC unroll 8
                 for (int r = 0; r < R; ++r)
 #pragma GCC unroll 4
-                    for (int g = 0; g < kGroups; ++g) p[g][r] = dot(p[g][r], v[g][q], acts + r * a_stride + kb * 16 + tp);
+                    for (int g = 0; g < kGroups; ++g)  // (5-8 rows: GCC's own addressing was 2-3% faster)
+                        p[g][r] = dot(p[g][r], v[g][q], (R <= 4 ? a_block : acts + kb * 16) + r * a_stride + tp);
             }
         }
 #pragma GCC unroll 4
         for (int g = 0; g < kGroups; ++g) {
             const __m512 sw = scale_of(g0 + gb + g, kb);
 #pragma GCC unroll 8
-            for (int r = 0; r < R; ++r)
-                acc[gb + g][r] =
-                    _mm512_fmadd_ps(p[g][r], _mm512_mul_ps(sw, _mm512_set1_ps(sa[r * kb_count + kb])), acc[gb + g][r]);
+            for (int r = 0; r < R; ++r) {
+                __m512 block_sum = p[g][r];
+                if constexpr (kCorrect) block_sum = _mm512_mul_ps(block_sum, _mm512_set1_ps(correction));
+                const __m512 scale = _mm512_mul_ps(sw, _mm512_set1_ps(sa[r * kb_count + kb]));
+                acc[gb + g][r] = _mm512_fmadd_ps(block_sum, scale, acc[gb + g][r]);
+            }
         }
+    };
+    const auto* acts = static_cast<const uint32_t*>(t.acts);
+    // groups [gb, gb + kGroups) of block kb, by whichever decoder the block takes
+    auto block = [&]<int kGroups>(int64_t kb, int gb) {
+        // 5-8 rows (no flags: the driver scales activations for 1-4 only) share each decode among enough dot
+        // products, and the lookup's constants fit beside their accumulators only alone.
+        if constexpr (Chunks::kTwoDecoders && kSideBySide) {
+            if (chunks.flags && chunks.bits_block(t, g0 + gb, kGroups, kb)) {
+                run_block.template operator()<kGroups, true>(kb, gb, chunks.bits, chunks.scaled + i0 * a_stride,
+                                                             Chunks::kBitsCorrection);
+                return;
+            }
+        }
+        run_block.template operator()<kGroups, false>(kb, gb, chunks, acts, 1.0f);
     };
     for (int64_t kb = 0; kb < kb_count; ++kb) {
         if constexpr (kSideBySide) {
-            run_block.template operator()<G>(kb, 0);
+            block.template operator()<G>(kb, 0);
         } else {
 #pragma GCC unroll 2
-            for (int g = 0; g < G; ++g) run_block.template operator()<1>(kb, g);
+            for (int g = 0; g < G; ++g) block.template operator()<1>(kb, g);
         }
     }
 #pragma GCC unroll 4
@@ -138,9 +193,10 @@ void stream_rows(const QuantGemmTask& t, const Chunks& chunks, const Scales& sca
 // whole group decoded once, then tiles of 8 rows over it: the decoded weights came back from L2 for every
 // tile, twice the bytes of the codes).
 template <int R, class Chunks, class Scales>
-void stream_group(const QuantGemmTask& t, const Chunks& chunks, const Scales& scale_of, int64_t g, bool pair) {
-    if (pair) stream_rows<R, 2>(t, chunks, scale_of, g);
-    else stream_rows<R, 1>(t, chunks, scale_of, g);
+void stream_group(const QuantGemmTask& t, const Chunks& chunks, const Scales& scale_of, int64_t g, bool pair,
+                  int64_t i0) {
+    if (pair) stream_rows<R, 2>(t, chunks, scale_of, g, i0);
+    else stream_rows<R, 1>(t, chunks, scale_of, g, i0);
 }
 
 // Pair by pair (a lone last group on its own), each pair against every block of 8 activation rows.
@@ -157,14 +213,14 @@ void run(const QuantGemmTask& t, const Chunks& chunks, const Scales& scale_of) {
             if (t.out) rows.out = t.out + i0 * t.ldo;
             if (t.out_f32) rows.out_f32 = t.out_f32 + i0 * t.ldo;
             switch (rows.n) {
-                case 1: stream_group<1>(rows, chunks, scale_of, g, pair); break;
-                case 2: stream_group<2>(rows, chunks, scale_of, g, pair); break;
-                case 3: stream_group<3>(rows, chunks, scale_of, g, pair); break;
-                case 4: stream_group<4>(rows, chunks, scale_of, g, pair); break;
-                case 5: stream_group<5>(rows, chunks, scale_of, g, pair); break;
-                case 6: stream_group<6>(rows, chunks, scale_of, g, pair); break;
-                case 7: stream_group<7>(rows, chunks, scale_of, g, pair); break;
-                default: stream_group<8>(rows, chunks, scale_of, g, pair); break;
+                case 1: stream_group<1>(rows, chunks, scale_of, g, pair, i0); break;
+                case 2: stream_group<2>(rows, chunks, scale_of, g, pair, i0); break;
+                case 3: stream_group<3>(rows, chunks, scale_of, g, pair, i0); break;
+                case 4: stream_group<4>(rows, chunks, scale_of, g, pair, i0); break;
+                case 5: stream_group<5>(rows, chunks, scale_of, g, pair, i0); break;
+                case 6: stream_group<6>(rows, chunks, scale_of, g, pair, i0); break;
+                case 7: stream_group<7>(rows, chunks, scale_of, g, pair, i0); break;
+                default: stream_group<8>(rows, chunks, scale_of, g, pair, i0); break;
             }
         }
     }
@@ -172,12 +228,40 @@ void run(const QuantGemmTask& t, const Chunks& chunks, const Scales& scale_of) {
 
 }  // namespace
 
+// The bit-placing decode's activations: x 2^64 (64 added to every nonzero value's exponent). e4m3 values
+// always qualify (|a| <= 448, nonzero |a| >= 2^-9); bf16 rows (gemm_fp8_bf16x) when every value is 0 or
+// 2^-54 <= |a| < 2^64. Then a x 2^64 is a finite bf16, every product w a 2^-56 is a multiple of 2^-126 (w a
+// multiple of 2^-129, a x 2^64 of 2^3), so no term or partial sum of a block falls below fp32's normal range
+// (nor did it unscaled) and none overflows.
+bool fp8_bits_acts(const void* acts, int64_t n, int64_t k, bool e4m3, void* out) {
+    if (n > 4) return false;  // the bits serve 1-4 rows (stream_rows)
+    const auto* a = static_cast<const uint16_t*>(acts);
+    auto* o = static_cast<uint16_t*>(out);
+    const __m512i magnitude = _mm512_set1_epi16(0x7fff), step = _mm512_set1_epi16(64 << 7);
+    const __m512i lo = _mm512_set1_epi16((127 - 54) << 7), hi = _mm512_set1_epi16((127 + 64) << 7);
+    __mmask32 bad = 0;
+    for (int64_t i = 0; i < n * k; i += 32) {  // k is a multiple of 32
+        const __m512i v = _mm512_loadu_si512(a + i);
+        const __m512i m = _mm512_and_si512(v, magnitude);
+        const __mmask32 nonzero = _mm512_test_epi16_mask(m, m);
+        if (!e4m3) bad |= (_mm512_cmplt_epu16_mask(m, lo) | _mm512_cmpge_epu16_mask(m, hi)) & nonzero;
+        _mm512_storeu_si512(o + i, _mm512_mask_add_epi16(v, nonzero, v, step));
+    }
+    return bad == 0;
+}
+
 void gemm_fp8(const QuantGemmTask& t) {
     const int64_t kb_count = t.k / 32;
-    run(t, Fp8Chunks{},
-        [&](int64_t g, int64_t kb) {
-            return _mm512_set1_ps(e8m0_to_float(t.scales[packed_scale_offset(g, t.groups, kb, kb_count, 1)]));
-        });
+    Fp8Chunks chunks;
+    // The driver passes flags and scaled activations only for 1-4 rows of weights without NaN codes (a NaN
+    // code would decode as a number) whose activations fp8_bits_acts took.
+    if (t.block_flags && t.bits_acts) {
+        chunks.flags = t.block_flags;
+        chunks.scaled = static_cast<const uint32_t*>(t.bits_acts);
+    }
+    run(t, chunks, [&](int64_t g, int64_t kb) {
+        return _mm512_set1_ps(e8m0_to_float(t.scales[packed_scale_offset(g, t.groups, kb, kb_count, 1)]));
+    });
 }
 
 void gemm_fp4(const QuantGemmTask& t) {
