@@ -176,6 +176,7 @@ std::vector<Matrix> weight_copies(Bench& b, size_t count, const backend::PackedW
             auto pw = std::make_unique<backend::PackedWeight>();
             pw->layout = first.layout, pw->rows = rows, pw->cols = cols;
             pw->plain_scales = first.plain_scales, pw->plain_codes = first.plain_codes;
+            pw->subnormal_flags = first.subnormal_flags;
             pw->data = make_buffer(first.data.size(), hugepages);
             std::copy(first.data.data(), first.data.data() + first.data.size(), pw->data.data());
             mats.push_back({nullptr, nullptr, rows, cols, pw.get()});

@@ -31,6 +31,8 @@ struct PackedWeight {
     bool plain_scales = false;
     // fp8: no code is an e4m3 NaN (0x7f / 0xff), so a kernel may skip patching NaN codes. Set by prepare_fp8.
     bool plain_codes = false;
+    // fp8: the subnormal-block flags follow the scales (backend/cpu/packing.h). Set by prepare_fp8.
+    bool subnormal_flags = false;
 };
 
 // fp8 e4m3 weight [rows, cols] with e8m0 scales per 32x32 block: scales[ceil(rows/32), ceil(cols/32)].

@@ -210,9 +210,7 @@ void gemm_quant(const IsaOps& ops, const QuantProblem* problems, size_t count, T
                     const uint8_t* base = item.pw->data.data();
                     const uint8_t* scales = base + groups * w.code_bytes_per_group + unit.g0 * w.scale_bytes_per_group;
                     // prepare_fp8's subnormal-block flags follow the scales, indexed as they are
-                    const size_t flagged_size =
-                        static_cast<size_t>(groups * (w.code_bytes_per_group + 2 * w.scale_bytes_per_group));
-                    if (task.bits_acts && item.pw->data.size() == flagged_size)
+                    if (task.bits_acts && item.pw->subnormal_flags)
                         task.block_flags = scales + groups * w.scale_bytes_per_group;
                     run_groups(unit.g0, unit.g1 - unit.g0, base + unit.g0 * w.code_bytes_per_group, scales);
                     continue;

@@ -108,14 +108,10 @@ void prepare_fp8(const Fp8Matrix& w, PackedWeight* out, ThreadPool& pool) {
         const int64_t g0 = 2 * static_cast<int64_t>(p0), g1 = std::min(groups, 2 * static_cast<int64_t>(p1));
         uint8_t* codes = base + fp8_packed_code_bytes(g0, w.cols);
         pack_fp8_groups(w, g0, g1, codes, base + code_bytes + fp8_packed_scale_bytes(g0, w.cols));
-        // the slab just written, still in cache (padding rows are code 0), in 64-byte chunks: a loop of fixed
-        // length, which the -O2 build vectorizes
-        uint8_t any = 0;
-        for (const uint8_t* c = codes; c < base + fp8_packed_code_bytes(g1, w.cols); c += kPackedChunkBytes)
-            for (int i = 0; i < kPackedChunkBytes; ++i) any |= (c[i] & 0x7f) == 0x7f;
-        if (any) nan_code = true;
-        // each group's block flag, where its scale is, scale_bytes further on: a subnormal code (exponent 0,
-        // mantissa != 0) among the block's 512
+        // the slab just written, still in cache (padding rows are code 0), block by block: NaN codes anywhere,
+        // and each group's block flag (where its scale is, scale_bytes further on): a subnormal code (exponent
+        // 0, mantissa != 0) among the block's 512. Loops of fixed length, which the -O2 build vectorizes.
+        uint8_t any_nan = 0;
         uint8_t* flags = base + code_bytes + scale_bytes + fp8_packed_scale_bytes(g0, w.cols);
         for (int64_t g = g0; g < g1; ++g) {
             const PackedGroup pg = packed_group(g - g0, g1 - g0, kb_count, kFp8BlockBytes, kPackedChunkBytes);
@@ -123,13 +119,18 @@ void prepare_fp8(const Fp8Matrix& w, PackedWeight* out, ThreadPool& pool) {
                 uint8_t sub = 0;
                 for (int c = 0; c < 8; ++c) {
                     const uint8_t* chunk = codes + pg.offset + kb * pg.block_stride + c * pg.piece_stride;
-                    for (int i = 0; i < kPackedChunkBytes; ++i) sub |= (chunk[i] & 0x78) == 0 && (chunk[i] & 0x07) != 0;
+                    for (int i = 0; i < kPackedChunkBytes; ++i) {
+                        any_nan |= (chunk[i] & 0x7f) == 0x7f;
+                        sub |= (chunk[i] & 0x78) == 0 && (chunk[i] & 0x07) != 0;
+                    }
                 }
                 flags[packed_scale_offset(g - g0, g1 - g0, kb, kb_count, 1)] = sub;
             }
         }
+        if (any_nan) nan_code = true;
     });
     out->plain_codes = !nan_code;
+    out->subnormal_flags = true;
 }
 
 void prepare_fp4(const Fp4Matrix& w, PackedWeight* out, ThreadPool& pool) {

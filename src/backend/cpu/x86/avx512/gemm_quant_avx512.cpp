@@ -109,9 +109,9 @@ void stream_rows(const QuantGemmTask& t, const Chunks& chunks, const Scales& sca
 #pragma GCC unroll 16
         for (int r = 0; r < R; ++r) acc[g][r] = _mm512_setzero_ps();
     // The block partials of groups [gb, gb + kGroups) (all G side by side, or one) by decoder `dec` against
-    // `acts`, times `correction` (a power of two, exact), then their scaled accumulation.
-    auto run_block = [&]<int kGroups, bool kCorrect, class Decoder>(int64_t kb, int gb, const Decoder& dec,
-                                                                     const uint32_t* acts, float correction) {
+    // `acts` (for the bits: times Chunks::kBitsCorrection, a power of two, exact), then their scaled accumulation.
+    auto run_block = [&]<int kGroups, bool kBits, class Decoder>(int64_t kb, int gb, const Decoder& dec,
+                                                                  const uint32_t* acts) {
         __m512 p[kGroups][R];
 #pragma GCC unroll 16
         for (int g = 0; g < kGroups; ++g)
@@ -148,7 +148,7 @@ void stream_rows(const QuantGemmTask& t, const Chunks& chunks, const Scales& sca
 #pragma GCC unroll 8
             for (int r = 0; r < R; ++r) {
                 __m512 block_sum = p[g][r];
-                if constexpr (kCorrect) block_sum = _mm512_mul_ps(block_sum, _mm512_set1_ps(correction));
+                if constexpr (kBits) block_sum = _mm512_mul_ps(block_sum, _mm512_set1_ps(Chunks::kBitsCorrection));
                 const __m512 scale = _mm512_mul_ps(sw, _mm512_set1_ps(sa[r * kb_count + kb]));
                 acc[gb + g][r] = _mm512_fmadd_ps(block_sum, scale, acc[gb + g][r]);
             }
@@ -161,12 +161,11 @@ void stream_rows(const QuantGemmTask& t, const Chunks& chunks, const Scales& sca
         // products, and the lookup's constants fit beside their accumulators only alone.
         if constexpr (Chunks::kTwoDecoders && kSideBySide) {
             if (chunks.flags && chunks.bits_block(t, g0 + gb, kGroups, kb)) {
-                run_block.template operator()<kGroups, true>(kb, gb, chunks.bits, chunks.scaled + i0 * a_stride,
-                                                             Chunks::kBitsCorrection);
+                run_block.template operator()<kGroups, true>(kb, gb, chunks.bits, chunks.scaled + i0 * a_stride);
                 return;
             }
         }
-        run_block.template operator()<kGroups, false>(kb, gb, chunks, acts, 1.0f);
+        run_block.template operator()<kGroups, false>(kb, gb, chunks, acts);
     };
     for (int64_t kb = 0; kb < kb_count; ++kb) {
         if constexpr (kSideBySide) {
