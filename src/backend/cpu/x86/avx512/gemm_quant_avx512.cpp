@@ -15,9 +15,20 @@
 namespace deepinfer::backend::cpu::avx512 {
 namespace {
 
+// Software prefetch distances of a weight stream, bytes ahead of the chunk being decoded (0: none).
+struct Prefetch {
+    int64_t l1, l2;
+};
+
+template <Prefetch kAhead>
+inline void prefetch_ahead(const uint8_t* chunk) {
+    if constexpr (kAhead.l1 > 0) _mm_prefetch(reinterpret_cast<const char*>(chunk + kAhead.l1), _MM_HINT_T0);
+    if constexpr (kAhead.l2 > 0) _mm_prefetch(reinterpret_cast<const char*>(chunk + kAhead.l2), _MM_HINT_T1);
+}
+
 // Decoders of one 64-byte chunk into kVectors registers: vector q holds, in dword lane r, the bf16 pair
 // of columns (2 t, 2 t + 1) of row r with t = kVectors * chunk + q (packing.h).
-// Each decoder carries the software prefetch of its stream: distance and target cache level (see below).
+// Each decoder carries the software prefetch plan of its stream, by activation row count (see below).
 // fp8 weights are decoded one of two ways, chosen per 16x32 block of a group:
 // - Fp8Bits, for 1-4 activation rows, on blocks without subnormal codes (prepare_fp8 flags them) of weights
 //   without NaN codes: the code's bits placed as bf16 bits, no table lookup. An unpack with zero puts each code
@@ -42,8 +53,9 @@ struct Fp8Bits {
 struct Fp8Chunks {
     static constexpr int kVectors = 2, kChunks = 8;
     static constexpr int64_t kBlockBytes = 512;
-    static constexpr int64_t kPrefetchBytes = 3072;
-    static constexpr int kPrefetchHint = _MM_HINT_T0;
+    // 1-2 rows: the hardware prefetchers keep up; >= 3 rows: near into L1 plus far into L2 (see below)
+    template <int R>
+    static constexpr Prefetch kPrefetch = R <= 2 ? Prefetch{0, 0} : Prefetch{1536, 12288};
     static constexpr bool kTwoDecoders = true;
     static constexpr float kBitsCorrection = 0x1p56f;  // 2^120 (weights) x 2^-64 (activations)
     Fp8ToBf16 dec;
@@ -62,8 +74,8 @@ struct Fp4Chunks {
     static constexpr int kVectors = 4, kChunks = 4;
     static constexpr bool kTwoDecoders = false;
     static constexpr int64_t kBlockBytes = 256;
-    static constexpr int64_t kPrefetchBytes = 6144;
-    static constexpr int kPrefetchHint = _MM_HINT_T1;
+    template <int R>
+    static constexpr Prefetch kPrefetch = Prefetch{0, 6144};
     __m512i lut = _mm512_load_si512(tables::kE2M1Bf16x2.v);
     inline void decode(const uint8_t* p, __m512i* v) const {
         const __m512i x = _mm512_load_si512(p);
@@ -79,13 +91,19 @@ inline __m512 dot(__m512 acc, __m512i w, const uint32_t* pair) { return dot_bcas
 inline void store_row(bf16* out, __mmask16 mask, __m512 v) { _mm256_mask_storeu_epi16(out, mask, to_bf16(v)); }
 inline void store_row(float* out, __mmask16 mask, __m512 v) { _mm512_mask_storeu_ps(out, mask, v); }
 
-// Software prefetch of the decode kernels: each line of the pair's stream is requested Chunks::kPrefetchBytes
-// ahead. The hardware prefetchers alone fall behind once decoding takes a good part of the time: measured
-// A/B in one process (bench-ops, 2 threads, streamed), 1-3 KB ahead into L1 gained 15-40% at n = 4-8 and
-// -3..+10% at n = 1; 3 KB was the best of 1-4 KB. MXFP4, whose decode is the slowest per byte, does better with
-// the lines requested into L2 only, 6 KB ahead: in-process A/B against 3 KB into L1 at 51-57 GB/s, n = 1 +3 to
-// +21% (w1, w2, the grouped experts; 4 runs), the grouped experts at n = 4 +3-7%, at ~30 GB/s within +-2%;
-// 4 KB and 8 KB into L2, or L2 plus 1 KB into L1, were no better. fp8 was neutral to it and keeps 3 KB / L1.
+// Software prefetch of the decode kernels (Chunks::kPrefetch<R>): each line of the pair's stream is requested
+// some bytes ahead into L1, L2 or both. The hardware prefetchers alone fall behind once decoding takes a good part
+// of the time. Measured in-process A/Bs (bench-ops, streamed): 1-3 KB ahead into L1 gained 15-40% over none at
+// n = 4-8 (2 threads); MXFP4, the slowest decode per byte, gained 3-21% at n = 1 at 51-57 GB/s from 6 KB into L2.
+// Against those plans (3 KB into L1 for fp8, 6 KB into L2 for MXFP4), with one thread (~28-30 GB/s for one core,
+// as much as each core gets when two read 55-60 GB/s) and with two at 33-57 GB/s:
+// - fp8, 1-2 rows: no software prefetch 1-10% faster at 55-57 GB/s and with one thread (up to ~4% of that may be
+//   those runs' fixed order), equal at ~33 GB/s in runs alternating the order; any L2 prefetch 10-15% slower
+//   (the hardware prefetchers keep up with this light a decode).
+// - fp8, >= 3 rows: 1.5 KB into L1 plus 12 KB into L2: 3-14% faster with one thread, 6-10% at 53-60 GB/s (n = 4),
+//   0-3% slower at ~33 GB/s; 24 KB into L2 alone was as good from 3 rows to 4, worse at 8-16.
+// - MXFP4 keeps 6 KB into L2 at every row count: the same 1.5 KB + 12 KB gained 3-7% with one thread but lost
+//   2-7% for the grouped experts at ~33 GB/s (three in-process A/Bs).
 
 // R (<= 8) activation rows against the G groups of one pair (packing.h; G = 1 for a lone last group), partial
 // sums and accumulators in registers, each chunk decoded and used at once, the pair read as one stream. Each
@@ -128,8 +146,7 @@ void stream_rows(const QuantGemmTask& t, const Chunks& chunks, const Scales& sca
 #pragma GCC unroll 4
             for (int g = 0; g < kGroups; ++g) {
                 const uint8_t* chunk = block + ch * kPieceStride + g * kPackedChunkBytes;
-                _mm_prefetch(reinterpret_cast<const char*>(chunk + Chunks::kPrefetchBytes),
-                             static_cast<_mm_hint>(Chunks::kPrefetchHint));
+                prefetch_ahead<Chunks::template kPrefetch<R>>(chunk);
                 dec.decode(chunk, v[g]);
             }
 #pragma GCC unroll 4
