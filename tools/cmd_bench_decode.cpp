@@ -17,6 +17,7 @@
 #include "engine/parallel_setup.h"
 #include "model/model.h"
 #include "model/roofline.h"
+#include "ops/op_profile.h"
 #include "tiny/default_model.h"
 #include "tools/commands.h"
 #include "core/env.h"
@@ -28,7 +29,7 @@ struct Options {
     EngineConfig engine;
     int64_t context = 512;
     int batch = 1, steps = 8, rounds = 5;
-    bool json = false;
+    bool json = false, op_profile = false;
 };
 
 // Read bandwidth of all threads over `buffer` (far larger than the caches, every page written), with the
@@ -47,8 +48,30 @@ struct Round {
     double bandwidth = 0;  // GB/s, the higher of before / after (the stricter roofline)
     double step_seconds = 0;
     model::ForwardProfile profile;
+    std::vector<ops::OpStat> ops;  // --op-profile: the round's linears
     double layers_seconds = 0, layers_roofline = 0;
 };
+
+// The median round's linears (ops::OpTimer): per step, each kind and shape's time, bytes and read rate against
+// the round's bandwidth; the rest of the layers' time is everything else (attention, norms, mHC, routing).
+void print_op_profile(const Round& round, int steps, double layers_seconds) {
+    fmt::print("\nlinears of the median round, per step (fraction: GB/s / read bandwidth {:.1f} GB/s)\n", round.bandwidth);
+    fmt::print("{:<44} {:>6} {:>9} {:>9} {:>9} {:>8} {:>6}\n", "linear (kind, rows x cols, activation rows)", "calls",
+               "ms", "us/call", "MB", "GB/s", "frac");
+    double seconds = 0, bytes = 0;
+    for (const ops::OpStat& s : round.ops) {
+        const double t = s.seconds / steps, b = s.bytes / steps, gbs = b / t / 1e9;
+        seconds += t;
+        bytes += b;
+        fmt::print("{:<44} {:>6.1f} {:>9.3f} {:>9.1f} {:>9.2f} {:>8.1f} {:>6.2f}\n", s.name,
+                   static_cast<double>(s.calls) / steps, t * 1e3, s.seconds / s.calls * 1e6, b / 1e6, gbs,
+                   gbs / round.bandwidth);
+    }
+    fmt::print("linears (head included): {:.3f} ms per step, {:.2f} MB, {:.1f} GB/s ({:.2f} of the bandwidth); the "
+               "layers' other work: {:.3f} ms\n",
+               seconds * 1e3, bytes / 1e6, bytes / seconds / 1e9, bytes / seconds / 1e9 / round.bandwidth,
+               (layers_seconds + round.profile.head_seconds / steps - seconds) * 1e3);
+}
 
 int run(Options& o) {
     std::unique_ptr<dist::Comm> world;
@@ -124,6 +147,8 @@ int run(Options& o) {
         Round round;
         const double bw_before = rank0 ? measure_read_bandwidth(probe) : 0.0;
         m.set_profiling(true);
+        ops::set_op_profiling(o.op_profile);
+        ops::reset_op_profile();
         const auto t0 = std::chrono::steady_clock::now();
         for (int step = 0; step < o.steps; ++step, ++pos) {
             model::ForwardBatch batch;
@@ -141,6 +166,8 @@ int run(Options& o) {
         }
         round.step_seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count() / o.steps;
         round.profile = m.profile();
+        round.ops = ops::op_profile();
+        ops::set_op_profiling(false);
         round.bandwidth = std::max(bw_before, rank0 ? measure_read_bandwidth(probe) : 0.0);
         for (int b = 0; b < c.num_hidden_layers && rank0; ++b) {
             round.layers_seconds += round.profile.block_seconds[b] / o.steps;
@@ -192,6 +219,7 @@ int run(Options& o) {
                model::head_traffic(c, o.engine.tp) / 1e6, head_roof * 1e3, head / head_roof);
     fmt::print("layers: {:.3f} ms per step vs roofline {:.3f} ms ({:.2f}x); whole step {:.3f} ms\n", sum_time * 1e3,
                sum_roof * 1e3, sum_time / sum_roof, total * 1e3);
+    if (o.op_profile) print_op_profile(med, o.steps, sum_time);
     if (o.json) {
         nlohmann::json j = {{"batch", o.batch}, {"context", mid_context}, {"steps", o.steps}, {"rounds", o.rounds},
                             {"round_ratios", ratios}, {"tp", o.engine.tp}, {"ep", o.engine.ep},
@@ -222,6 +250,9 @@ Command make_bench_decode_command() {
         sub->add_option("--tp", o->engine.tp, "Tensor-parallel ranks (under mpirun)");
         sub->add_option("--ep", o->engine.ep, "Expert-parallel ranks (under mpirun)");
         sub->add_flag("--json", o->json, "Also print the results as JSON");
+        sub->add_flag("--op-profile", o->op_profile,
+                      "Also time every linear (weight GEMV / GEMM) by kind and shape: ms, GB/s, fraction of the "
+                      "bandwidth");
         sub->callback([o, exit_code] { *exit_code = run(*o); });
     }};
 }
