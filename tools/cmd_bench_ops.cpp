@@ -136,6 +136,7 @@ struct Bench {
     int used_per_row = 1;
     double resident_bytes = 0;  // all weight storage of the case (0: copies x bytes_per_call)
     std::vector<AlignedBuffer> storage = {};
+    WeightArena arena = WeightArena();  // storage of `packed`
     std::vector<std::unique_ptr<backend::PackedWeight>> packed = {};
 };
 
@@ -171,14 +172,15 @@ template <class Matrix>
 std::vector<Matrix> weight_copies(Bench& b, size_t count, const backend::PackedWeight& first, const AlignedBuffer& codes,
                                   const AlignedBuffer& scales, int64_t rows, int64_t cols, bool hugepages) {
     std::vector<Matrix> mats;
+    b.arena = WeightArena(hugepages);
     for (size_t c = 0; c < count; ++c) {
         if (first.layout != backend::PackedLayout::kNone) {
             auto pw = std::make_unique<backend::PackedWeight>();
             pw->layout = first.layout, pw->rows = rows, pw->cols = cols;
             pw->plain_scales = first.plain_scales, pw->plain_codes = first.plain_codes;
             pw->subnormal_flags = first.subnormal_flags;
-            pw->data = make_buffer(first.data.size(), hugepages);
-            std::copy(first.data.data(), first.data.data() + first.data.size(), pw->data.data());
+            pw->arena = &b.arena;  // the copies back to back, as a model's weights are (model/weights.cpp)
+            std::copy(first.data, first.data + first.size, pw->allocate(first.size));
             mats.push_back({nullptr, nullptr, rows, cols, pw.get()});
             b.packed.push_back(std::move(pw));
         } else {
@@ -208,7 +210,7 @@ void add_quant(std::vector<Bench>& out, const char* kernel, const std::string& n
     backend::PackedWeight first;
     prepare(Matrix{codes.data(), scales.data(), rows, cols}, &first);
     const bool packed = first.layout != backend::PackedLayout::kNone;
-    b.bytes_per_call = static_cast<double>(packed ? first.data.size() : codes.size() + scales.size());
+    b.bytes_per_call = static_cast<double>(packed ? first.size : codes.size() + scales.size());
     b.copies = copies_for(b.bytes_per_call, total);
     const std::vector<Matrix> mats = weight_copies<Matrix>(b, b.copies, first, codes, scales, rows, cols, o.hugepages);
     b.run = [gemm, mats](size_t c, int64_t n) { gemm(mats[c], n); };
@@ -266,7 +268,7 @@ void add_fp4_experts(std::vector<Bench>& out, const std::string& name, int64_t r
     backend::PackedWeight first;
     k.prepare_fp4({codes.data(), scales.data(), rows, cols}, &first, pool);
     const bool packed = first.layout != backend::PackedLayout::kNone;
-    const double expert_bytes = static_cast<double>(packed ? first.data.size() : codes.size() + scales.size());
+    const double expert_bytes = static_cast<double>(packed ? first.size : codes.size() + scales.size());
     auto mats = std::make_shared<std::vector<backend::Fp4Matrix>>(weight_copies<backend::Fp4Matrix>(
         b, static_cast<size_t>(experts), first, codes, scales, rows, cols, o.hugepages));
     b.copies = static_cast<size_t>(experts);  // call offsets: every expert is the first of some call

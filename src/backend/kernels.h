@@ -11,6 +11,7 @@
 #include "core/cpu_features.h"
 #include "core/numeric.h"
 #include "core/thread_pool.h"
+#include "core/weight_arena.h"
 
 namespace deepinfer::backend {
 
@@ -25,7 +26,22 @@ enum class PackedLayout : uint32_t {
 struct PackedWeight {
     PackedLayout layout = PackedLayout::kNone;
     int64_t rows = 0, cols = 0;
-    AlignedBuffer data;
+    // Where prepare_* puts the packed bytes: an arena shared with the model's other weights (streamed through
+    // huge pages end to end, core/weight_arena.h) when set, else a buffer of this weight's own.
+    WeightArena* arena = nullptr;
+    uint8_t* data = nullptr;  // [size] bytes (packing.h)
+    size_t size = 0;
+    AlignedBuffer own;
+    uint8_t* allocate(size_t bytes) {
+        if (arena) {
+            data = arena->allocate(bytes);
+        } else {
+            own.allocate(bytes);
+            data = own.data();
+        }
+        size = bytes;
+        return data;
+    }
     // Every weight scale code is 1..254 (a normal power of two, never e8m0's 2^-127 or NaN), so a kernel may
     // widen the scales by a shift alone. Set by prepare_fp4.
     bool plain_scales = false;

@@ -44,11 +44,19 @@ class AlignedBuffer {
         if (bytes == 0) return;
         size_t rounded = (bytes + kAlignment - 1) / kAlignment * kAlignment;
         if (rounded >= kMapThreshold) {
-            void* p = mmap(nullptr, rounded, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
-            if (p == MAP_FAILED) throw std::bad_alloc();
-            (void)madvise(p, rounded, MADV_HUGEPAGE);  // advice only: failure (no THP) changes nothing
-            data_ = static_cast<uint8_t*>(p);
-            mapped_ = rounded;
+            // Mapped to start on a 2 MB boundary (over-mapped by 2 MB, the slack unmapped), so that every whole
+            // 2 MB of the buffer can be a huge page: at a plain page boundary the first and last partial 2 MB
+            // stay in 4 KB pages.
+            const size_t mapped = (rounded + kPage - 1) / kPage * kPage, span = mapped + kHugePage;
+            void* raw = mmap(nullptr, span, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+            if (raw == MAP_FAILED) throw std::bad_alloc();
+            const uintptr_t begin = reinterpret_cast<uintptr_t>(raw);
+            const uintptr_t start = (begin + kHugePage - 1) / kHugePage * kHugePage, end = start + mapped;
+            if (start > begin) munmap(raw, start - begin);
+            if (begin + span > end) munmap(reinterpret_cast<void*>(end), begin + span - end);
+            data_ = reinterpret_cast<uint8_t*>(start);
+            (void)madvise(data_, mapped, MADV_HUGEPAGE);  // advice only: failure (no THP) changes nothing
+            mapped_ = mapped;
             return;
         }
         data_ = static_cast<uint8_t*>(std::aligned_alloc(kAlignment, rounded));
@@ -74,6 +82,7 @@ class AlignedBuffer {
 
    private:
     static constexpr size_t kMapThreshold = size_t{4} << 20;
+    static constexpr size_t kPage = 4096, kHugePage = size_t{2} << 20;
     void release() {
         if (mapped_) munmap(data_, mapped_);
         else std::free(data_);

@@ -208,6 +208,7 @@ void prepare_for_kernels(ModelWeights& w) {
     auto fp8 = [&](Fp8Matrix& m) {
         if (!m.codes) return;
         auto p = std::make_unique<backend::PackedWeight>();
+        p->arena = &w.packed_arena;
         k.prepare_fp8(m, p.get(), ThreadPool::global());
         if (p->layout == backend::PackedLayout::kNone) return;
         m.prepared = p.get();
@@ -216,6 +217,7 @@ void prepare_for_kernels(ModelWeights& w) {
     auto fp4 = [&](Fp4Matrix& m) {
         if (!m.packed) return;
         auto p = std::make_unique<backend::PackedWeight>();
+        p->arena = &w.packed_arena;
         k.prepare_fp4(m, p.get(), ThreadPool::global());
         if (p->layout == backend::PackedLayout::kNone) return;
         m.prepared = p.get();

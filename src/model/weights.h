@@ -81,6 +81,7 @@ struct ModelWeights {
     std::vector<std::vector<uint8_t>> owned_bytes;  // repacked shards (wo_b column slices under TP)
     std::unique_ptr<loader::TensorStore> store;
     std::vector<std::unique_ptr<dist::SharedRegion>> shared;  // Engram tables shared by the host's ranks
+    WeightArena packed_arena;  // the storage of `packed`: every weight in huge pages (core/weight_arena.h)
     std::vector<std::unique_ptr<backend::PackedWeight>> packed;  // fp8 / MXFP4 weights in the kernels' layout
 };
 

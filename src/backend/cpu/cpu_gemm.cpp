@@ -207,7 +207,7 @@ void gemm_quant(const IsaOps& ops, const QuantProblem* problems, size_t count, T
                     w.run(task);
                 };
                 if (item.pw) {
-                    const uint8_t* base = item.pw->data.data();
+                    const uint8_t* base = item.pw->data;
                     const uint8_t* scales = base + groups * w.code_bytes_per_group + unit.g0 * w.scale_bytes_per_group;
                     // prepare_fp8's subnormal-block flags follow the scales, indexed as they are
                     if (task.bits_acts && item.pw->subnormal_flags)

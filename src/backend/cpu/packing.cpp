@@ -100,8 +100,8 @@ void prepare_fp8(const Fp8Matrix& w, PackedWeight* out, ThreadPool& pool) {
     out->layout = PackedLayout::kFp8R16K4;
     out->rows = w.rows;
     out->cols = w.cols;
-    out->data.allocate(static_cast<size_t>(code_bytes + 2 * scale_bytes));  // codes, scales, subnormal-block flags
-    uint8_t* base = out->data.data();
+    // codes, scales, subnormal-block flags
+    uint8_t* base = out->allocate(static_cast<size_t>(code_bytes + 2 * scale_bytes));
     // whole pairs per thread (the layout interleaves the two groups of a pair)
     std::atomic<bool> nan_code{false};
     pool.parallel_for(static_cast<size_t>((groups + 1) / 2), [&](size_t p0, size_t p1, int) {
@@ -139,8 +139,7 @@ void prepare_fp4(const Fp4Matrix& w, PackedWeight* out, ThreadPool& pool) {
     out->layout = PackedLayout::kFp4R16K8;
     out->rows = w.rows;
     out->cols = w.cols;
-    out->data.allocate(static_cast<size_t>(code_bytes + fp4_packed_scale_bytes(groups, w.cols)));
-    uint8_t* base = out->data.data();
+    uint8_t* base = out->allocate(static_cast<size_t>(code_bytes + fp4_packed_scale_bytes(groups, w.cols)));
     // whole pairs per thread (the layout interleaves the two groups of a pair)
     pool.parallel_for(static_cast<size_t>((groups + 1) / 2), [&](size_t p0, size_t p1, int) {
         const int64_t g0 = 2 * static_cast<int64_t>(p0), g1 = std::min(groups, 2 * static_cast<int64_t>(p1));

@@ -9,13 +9,15 @@ void prepare_fp8(const Fp8Matrix& w, PackedWeight* out, ThreadPool&) {
     out->layout = PackedLayout::kNone;
     out->rows = w.rows;
     out->cols = w.cols;
-    out->data = AlignedBuffer();
+    out->data = nullptr;
+    out->size = 0;
 }
 void prepare_fp4(const Fp4Matrix& w, PackedWeight* out, ThreadPool&) {
     out->layout = PackedLayout::kNone;
     out->rows = w.rows;
     out->cols = w.cols;
-    out->data = AlignedBuffer();
+    out->data = nullptr;
+    out->size = 0;
 }
 
 // One after the other: the reference has no threading across GEMMs to gain.
