@@ -302,13 +302,19 @@ void gemm_fp4_grouped(const IsaOps& ops, const Fp4Gemm* gemms, int64_t count, Th
 
 namespace {
 
-// Rows of a dense weight split over threads in 16-row groups.
+// Rows of a dense weight split over threads in 16-row groups; a weight of fewer than two groups per thread
+// (the mHC mixes' 24 rows, a router's 16) in even shares of 4-row units instead, so that no thread streams
+// twice the bytes of another (24 rows as 16 + 8 ran at one core's bandwidth). Every output is computed alone
+// (one dot product per row), so the split does not change any result.
 void gemm_dense(void (*run)(const DenseGemmTask&), const void* x, int64_t n, int64_t k, const void* w, int64_t rows,
                 int64_t w_elem_bytes, void* out, int64_t out_elem_bytes, int64_t ldo, ThreadPool& pool) {
     if (n == 0 || rows == 0) return;
-    const int64_t groups = row_groups(rows);
-    for_chunks(pool, groups, chunk_size(groups, pool, 1), [](int) {}, [&](int64_t g0, int64_t g1, int) {
-        const int64_t j0 = g0 * kGroupRows, j1 = std::min(rows, g1 * kGroupRows);
+    const int64_t threads = static_cast<int64_t>(pool.size());
+    const bool few = rows < 2 * kGroupRows * threads;
+    const int64_t unit_rows = few ? 4 : kGroupRows, units = (rows + unit_rows - 1) / unit_rows;
+    const int64_t chunk = few ? (units + threads - 1) / threads : chunk_size(units, pool, 1);
+    for_chunks(pool, units, chunk, [](int) {}, [&](int64_t g0, int64_t g1, int) {
+        const int64_t j0 = g0 * unit_rows, j1 = std::min(rows, g1 * unit_rows);
         run(DenseGemmTask{x, n, k, static_cast<const uint8_t*>(w) + j0 * k * w_elem_bytes, j1 - j0,
                           static_cast<uint8_t*>(out) + j0 * out_elem_bytes, ldo});
     });
