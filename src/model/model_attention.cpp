@@ -67,14 +67,21 @@ void Model::attention(Forward& f, int L, const bf16* x, bf16* out) {
         }
         const int64_t n_kv = n_win + static_cast<int64_t>(entries.size());
         kv_rows.resize(n_kv * hd);
-        for (int64_t p = w0; p < end; ++p)
-            unpack_window_record(s.cache->window_record(f.pools, L, p), hd, kv_rows.data() + (p - w0) * hd);
-        if (!entries.empty()) {
-            const int src = layout_.source_of_layer[L];
-            for (size_t e = 0; e < entries.size(); ++e)
-                unpack_compressed_record(s.cache->compressed_record(f.pools, src, entries[e]), hd,
-                                         kv_rows.data() + (n_win + static_cast<int64_t>(e)) * hd);
-        }
+        // Unpacked over the pool: a decode step unpacks up to W window records and index_topk compressed
+        // entries per layer (O(context) until the top-k caps it), ~0.2 ms on one core at 512 entries.
+        const int src = entries.empty() ? -1 : layout_.source_of_layer[L];
+        ThreadPool::global().parallel_for(
+            static_cast<size_t>(n_kv),
+            [&](size_t r0, size_t r1, int) {
+                for (auto r = static_cast<int64_t>(r0); r < static_cast<int64_t>(r1); ++r) {
+                    if (r < n_win)
+                        unpack_window_record(s.cache->window_record(f.pools, L, w0 + r), hd, kv_rows.data() + r * hd);
+                    else
+                        unpack_compressed_record(s.cache->compressed_record(f.pools, src, entries[r - n_win]), hd,
+                                                 kv_rows.data() + r * hd);
+                }
+            },
+            32);
         // Index lists in a canonical order that does not depend on how the prompt was chunked: the row's
         // visible window positions ascending, then its selected compressed entries ascending, then -1
         // padding. The kernel's online softmax works in blocks of 64 entries and rounds probabilities
