@@ -55,7 +55,8 @@ struct Round {
 // The median round's linears (ops::OpTimer): per step, each kind and shape's time, bytes and read rate against
 // the round's bandwidth; the rest of the layers' time is everything else (attention, norms, mHC, routing).
 void print_op_profile(const Round& round, int steps, double layers_seconds) {
-    fmt::print("\nlinears of the median round, per step (fraction: GB/s / read bandwidth {:.1f} GB/s)\n", round.bandwidth);
+    fmt::print("\nlinears of the median round, per step (fraction: GB/s / read bandwidth {:.1f} GB/s)\n",
+               round.bandwidth);
     fmt::print("{:<44} {:>6} {:>9} {:>9} {:>9} {:>8} {:>6}\n", "linear (kind, rows x cols, activation rows)", "calls",
                "ms", "us/call", "MB", "GB/s", "frac");
     double seconds = 0, bytes = 0;

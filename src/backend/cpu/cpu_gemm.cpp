@@ -157,6 +157,15 @@ void gemm_quant(const IsaOps& ops, const QuantProblem* problems, size_t count, T
     };
     // The item whose activations each thread has decoded into its scratch (decoded once per thread and item).
     decoded.assign(static_cast<size_t>(pool.size()), -1);
+    // Whether item j reads the activations item i's decode left in the scratch (a step's expert w1 and w3 share
+    // their input): the same rows of the same source, prepared the same ways.
+    auto same_acts = [&](int64_t i, int64_t j) {
+        if (i < 0) return false;
+        const Item &a = items[static_cast<size_t>(i)], &b = items[static_cast<size_t>(j)];
+        return a.p->a.codes == b.p->a.codes && a.p->a.scales == b.p->a.scales && a.p->x == b.p->x &&
+               a.p->ldx == b.p->ldx && a.p->a.k == b.p->a.k && a.i0 == b.i0 && a.ni == b.ni &&
+               fp4_row_of(a) == fp4_row_of(b) && bits_acts_of(a) == bits_acts_of(b);
+    };
     for_chunks(
         pool, static_cast<int64_t>(units.size()), 1, [](int) {},
         [&](int64_t u0, int64_t u1, int thread) {
@@ -167,7 +176,7 @@ void gemm_quant(const IsaOps& ops, const QuantProblem* problems, size_t count, T
                 const Fp8Acts& a = item.p->a;
                 const QuantWeight& w = item.p->w;
                 const int64_t kb_count = a.k / 32, groups = row_groups(w.rows), i0 = item.i0, ni = item.ni;
-                if (decoded[thread] != unit.item) {
+                if (decoded[thread] != unit.item && !same_acts(decoded[thread], unit.item)) {
                     s.acts.ensure(static_cast<size_t>(ni * a.k * ops.act_bytes));
                     s.act_scales.ensure(static_cast<size_t>(ni * kb_count) * sizeof(float));
                     s.gemm.ensure(static_cast<size_t>(gemm_scratch_floats(a.k)) * sizeof(float));
@@ -186,8 +195,8 @@ void gemm_quant(const IsaOps& ops, const QuantProblem* problems, size_t count, T
                         s.bits_acts.ensure(static_cast<size_t>(ni * a.k * ops.act_bytes));
                         s.bits_acts_ok = ops.fp8_bits_acts(s.acts.data(), ni, a.k, !item.p->x, s.bits_acts.data());
                     }
-                    decoded[thread] = unit.item;
                 }
+                decoded[thread] = unit.item;
                 const int64_t ldo = item.p->ldo;
                 bf16* out = item.p->out;
                 float* out_f32 = item.p->out_f32;
