@@ -41,6 +41,14 @@ CpuFeatures detect() {
         f.avx_vnni = ymm_ok && (eax1 & (1u << 4));
     }
     if (!f.fma) f.avx2 = false;
+    unsigned vendor[3];
+    if (__get_cpuid(0, &eax, &vendor[0], &vendor[2], &vendor[1])) {
+        const bool amd = vendor[0] == 0x68747541u && vendor[1] == 0x69746e65u && vendor[2] == 0x444d4163u;
+        __get_cpuid(1, &eax, &ebx, &ecx, &edx);
+        // family = base family + extended family when the base is 0xf (AMD's 17h Zen 1-2, 19h Zen 3-4, 1Ah Zen 5)
+        const unsigned base = (eax >> 8) & 0xf, family = base == 0xf ? base + ((eax >> 20) & 0xff) : base;
+        f.zmm_half_rate = amd && family == 0x19 && f.avx512f;
+    }
     return f;
 }
 
@@ -49,6 +57,17 @@ CpuFeatures detect() {
 const CpuFeatures& cpu_features() {
     static const CpuFeatures features = detect();
     return features;
+}
+
+bool zmm_half_rate() {
+    static const bool half = [] {
+        const std::string forced = env::forced_zmm_rate();
+        if (forced == "half") return true;
+        if (forced == "full") return false;
+        if (!forced.empty()) log::warn("DEEPINFER_ZMM_RATE={} is not one of half|full; ignored", forced);
+        return cpu_features().zmm_half_rate;
+    }();
+    return half;
 }
 
 Isa best_isa() {

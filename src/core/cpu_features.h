@@ -12,9 +12,14 @@ struct CpuFeatures {
     bool avx512f = false, avx512bw = false, avx512vl = false, avx512dq = false;
     bool avx512_bf16 = false, avx512_vnni = false, avx_vnni = false;
     bool avx512_vbmi = false;  // vpermi2b: the AVX-512 fp8 decode (backend/cpu/x86/avx512)
+    // 512-bit ops issued as two 256-bit halves (AMD family 19h, Zen 4): half the throughput of Zen 5 or Intel's
+    // AVX-512 cores, so fewer independent dependency chains keep the units busy (the AVX-512 MXFP4 kernel).
+    bool zmm_half_rate = false;
 };
 
 const CpuFeatures& cpu_features();
+// cpu_features().zmm_half_rate unless DEEPINFER_ZMM_RATE (half|full) says otherwise.
+bool zmm_half_rate();
 // Best ISA this machine supports: avx512 needs f/bw/vl/dq (bf16 and vnni are used when present).
 Isa best_isa();
 // The ISA kernels use: DEEPINFER_ISA if set (capped at best_isa()), else best_isa().

@@ -21,6 +21,8 @@ std::string cache_dir() {
 std::string log_level() { return get("DEEPINFER_LOG_LEVEL"); }
 std::string forced_isa() { return get("DEEPINFER_ISA"); }
 
+std::string forced_zmm_rate() { return get("DEEPINFER_ZMM_RATE"); }
+
 int default_threads() {
     std::string value = get("DEEPINFER_THREADS");
     if (value.empty()) return 0;

@@ -11,6 +11,9 @@ std::string cache_dir();
 std::string log_level();
 // DEEPINFER_ISA (scalar|avx2|avx512): force a kernel set (tests, benchmarks); empty when unset.
 std::string forced_isa();
+// DEEPINFER_ZMM_RATE (half|full): take 512-bit vector ops as run at half rate (two 256-bit halves, as on Zen 4)
+// or at full rate, whatever the CPU is (tests, benchmarks); empty when unset.
+std::string forced_zmm_rate();
 // DEEPINFER_THREADS: default thread count when --threads is not given; 0 when unset.
 int default_threads();
 // DEEPINFER_TOKENIZER_DIR: directory with a tokenizer.json to use for real-vocabulary tiny checkpoints.

@@ -12,6 +12,12 @@
 #include "backend/cpu/x86/avx512/avx512_common.h"
 #include "backend/cpu/x86/isa_ops.h"
 
+
+
+
+
+
+
 namespace deepinfer::backend::cpu::avx512 {
 namespace {
 
@@ -52,6 +58,8 @@ struct Fp8Bits {
 
 struct Fp8Chunks {
     static constexpr int kVectors = 2, kChunks = 8;
+    // 5-8 rows: the groups of a pair take turns within each block (see stream_rows)
+    static constexpr bool kSideBySideUpTo8 = false;
     static constexpr int64_t kBlockBytes = 512;
     // 1-2 rows: the hardware prefetchers keep up; >= 3 rows: near into L1 plus far into L2 (see below)
     template <int R>
@@ -70,8 +78,10 @@ struct Fp8Chunks {
     }
 };
 
+template <bool kFullRateZmm>
 struct Fp4Chunks {
     static constexpr int kVectors = 4, kChunks = 4;
+    static constexpr bool kSideBySideUpTo8 = kFullRateZmm;
     static constexpr bool kTwoDecoders = false;
     static constexpr int64_t kBlockBytes = 256;
     template <int R>
@@ -111,10 +121,14 @@ inline void store_row(float* out, __mmask16 mask, __m512 v) { _mm512_mask_storeu
 // per block), so a row's result does not depend on how many rows come with it (row invariance,
 // tests/ops/row_invariance_test.cpp). Up to 4 rows the two groups' chains run side by side
 // (they hide the latency of vdpbf16ps); 5-8 rows have chains enough and too few registers for that, so the
-// groups take turns within each block (kSideBySide false), still reading the pair's block once.
+// groups take turns within each block (kSideBySide false), still reading the pair's block once -- where
+// 512-bit ops run at half rate (Zen 4) and for fp8 everywhere. With full-rate 512-bit units (Zen 5: two
+// vdpbf16ps per cycle, ~6 cycles latency) 8 chains leave them idle: MXFP4 runs 5-8 rows side by side there, 16
+// chains, some accumulators spilled (Zen 5 in cache, n = 8-64: 73-75% -> 78-81% of the bf16-dot peak; fp8's two
+// decoders with them lost a third, and 6-row blocks side by side 5-10%).
 template <int R, int G, class Chunks, class Scales>
 void stream_rows(const QuantGemmTask& t, const Chunks& chunks, const Scales& scale_of, int64_t g0, int64_t i0) {
-    constexpr bool kSideBySide = R <= 4;
+    constexpr bool kSideBySide = R <= 4 || Chunks::kSideBySideUpTo8;
     const int64_t kb_count = t.k / 32, a_stride = t.k / 2;
     const float* sa = t.act_scales;
     // G = 2 only for a whole pair, G = 1 only for a lone group: the strides are G chunks and G blocks
@@ -288,12 +302,18 @@ void gemm_fp4(const QuantGemmTask& t) {
     };
     // Codes 1..254 only (no 2^-127, no NaN): the shift alone gives 2^(b - 127), 4 vector ops fewer per block
     // (the decode is issue-bound on Zen 4).
-    if (t.plain_scales)
-        run(t, Fp4Chunks{}, [&](int64_t g, int64_t kb) {
-            return _mm512_castsi512_ps(_mm512_slli_epi32(_mm512_cvtepu8_epi32(scales(g, kb)), 23));
-        });
-    else
-        run(t, Fp4Chunks{}, [&](int64_t g, int64_t kb) { return e8m0_to_ps(scales(g, kb)); });
+    auto plain = [&](int64_t g, int64_t kb) {
+        return _mm512_castsi512_ps(_mm512_slli_epi32(_mm512_cvtepu8_epi32(scales(g, kb)), 23));
+    };
+    auto any = [&](int64_t g, int64_t kb) { return e8m0_to_ps(scales(g, kb)); };
+    static const bool half_rate = zmm_half_rate();
+    if (half_rate) {
+        if (t.plain_scales) run(t, Fp4Chunks<false>{}, plain);
+        else run(t, Fp4Chunks<false>{}, any);
+    } else {
+        if (t.plain_scales) run(t, Fp4Chunks<true>{}, plain);
+        else run(t, Fp4Chunks<true>{}, any);
+    }
 }
 
 void decode_acts(const uint8_t* codes, const uint8_t* scales, int64_t n, int64_t k, void* values, float* act_scales) {
