@@ -15,6 +15,8 @@ namespace deepinfer::backend::cpu {
 
 // Activation rows per pass over a row group: the decoded rows (64 x k x 2 bytes) stay in L2.
 inline constexpr int64_t kActRowChunk = 64;
+// How far ahead the read-bandwidth probe (IsaOps::read_stream) requests lines into L2.
+inline constexpr size_t kProbeAheadBytes = 16384;
 // Scratch floats of a quantized GEMM task: a decoded 16-row weight panel (fp32 at most: 16 k), its block
 // scales (16 per 32 columns), accumulators of kActRowChunk rows x 16 lanes, slack. (Dense GEMMs use none.)
 inline int64_t gemm_scratch_floats(int64_t k) { return 16 * k + k / 2 + kActRowChunk * 16 + 256; }

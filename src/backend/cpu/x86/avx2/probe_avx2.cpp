@@ -8,10 +8,13 @@
 
 namespace deepinfer::backend::cpu::avx2 {
 
+// Each line also requested kProbeAheadBytes ahead into L2 (see probe_avx512.cpp).
 uint64_t read_stream(const uint8_t* p, size_t bytes) {
     __m256i a0 = _mm256_setzero_si256(), a1 = a0, a2 = a0, a3 = a0;
     size_t i = 0;
     for (; i + 128 <= bytes; i += 128) {
+        _mm_prefetch(reinterpret_cast<const char*>(p + i + kProbeAheadBytes), _MM_HINT_T1);
+        _mm_prefetch(reinterpret_cast<const char*>(p + i + kProbeAheadBytes + 64), _MM_HINT_T1);
         a0 = _mm256_add_epi64(a0, _mm256_load_si256(reinterpret_cast<const __m256i*>(p + i)));
         a1 = _mm256_add_epi64(a1, _mm256_load_si256(reinterpret_cast<const __m256i*>(p + i + 32)));
         a2 = _mm256_add_epi64(a2, _mm256_load_si256(reinterpret_cast<const __m256i*>(p + i + 64)));
