@@ -56,14 +56,16 @@ struct Fp8Bits {
     }
 };
 
+template <bool kZen4>
 struct Fp8Chunks {
     static constexpr int kVectors = 2, kChunks = 8;
     // 5-8 rows: the groups of a pair take turns within each block (see stream_rows)
     static constexpr bool kSideBySideUpTo8 = false;
     static constexpr int64_t kBlockBytes = 512;
-    // 1-2 rows: the hardware prefetchers keep up; >= 3 rows: near into L1 plus far into L2 (see below)
+    // 1-2 rows: on Zen 4 the hardware prefetchers keep up, elsewhere 6 KB into L2; >= 3 rows: near into L1 plus far
+    // into L2 (see below)
     template <int R>
-    static constexpr Prefetch kPrefetch = R <= 2 ? Prefetch{0, 0} : Prefetch{1536, 12288};
+    static constexpr Prefetch kPrefetch = R <= 2 ? (kZen4 ? Prefetch{0, 0} : Prefetch{0, 6144}) : Prefetch{1536, 12288};
     static constexpr bool kTwoDecoders = true;
     static constexpr float kBitsCorrection = 0x1p56f;  // 2^120 (weights) x 2^-64 (activations)
     Fp8ToBf16 dec;
@@ -114,6 +116,12 @@ inline void store_row(float* out, __mmask16 mask, __m512 v) { _mm512_mask_storeu
 //   0-3% slower at ~33 GB/s; 24 KB into L2 alone was as good from 3 rows to 4, worse at 8-16.
 // - MXFP4 keeps 6 KB into L2 at every row count: the same 1.5 KB + 12 KB gained 3-7% with one thread but lost
 //   2-7% for the grouped experts at ~33 GB/s (three in-process A/Bs).
+// Those were Zen 4. On a Zen 5 VM, fp8 with 1-2 rows 6 KB into L2 was 13-17% faster when the machine read ~80
+// GB/s (wq_b n = 1 710 -> 617 us, wo_b 714 -> 593, wo_a 532 -> 459), equal at ~46 GB/s, and took the released-dims
+// decode step from 1.38-1.39x to 1.26-1.27x its roofline at 78-80 GB/s (three alternating pairs): each core
+// must stream ~40 GB/s there, and the hardware prefetchers alone do not keep that many lines in flight. So the
+// 1-2-row plan depends on the CPU: zmm_half_rate() tells Zen 4 apart among the CPUs this table runs on (AVX-512
+// with bf16: Zen 4 and 5, Intel from Sapphire Rapids on).
 
 // R (<= 8) activation rows against the G groups of one pair (packing.h; G = 1 for a lone last group), partial
 // sums and accumulators in registers, each chunk decoded and used at once, the pair read as one stream. Each
@@ -282,16 +290,21 @@ bool fp8_bits_acts(const void* acts, int64_t n, int64_t k, bool e4m3, void* out)
 
 void gemm_fp8(const QuantGemmTask& t) {
     const int64_t kb_count = t.k / 32;
-    Fp8Chunks chunks;
-    // The driver passes flags and scaled activations only for 1-4 rows of weights without NaN codes (a NaN
-    // code would decode as a number) whose activations fp8_bits_acts took.
-    if (t.block_flags && t.bits_acts) {
-        chunks.flags = t.block_flags;
-        chunks.scaled = static_cast<const uint32_t*>(t.bits_acts);
-    }
-    run(t, chunks, [&](int64_t g, int64_t kb) {
+    auto scales = [&](int64_t g, int64_t kb) {
         return _mm512_set1_ps(e8m0_to_float(t.scales[packed_scale_offset(g, t.groups, kb, kb_count, 1)]));
-    });
+    };
+    auto go = [&](auto chunks) {
+        // The driver passes flags and scaled activations only for 1-4 rows of weights without NaN codes (a NaN
+        // code would decode as a number) whose activations fp8_bits_acts took.
+        if (t.block_flags && t.bits_acts) {
+            chunks.flags = t.block_flags;
+            chunks.scaled = static_cast<const uint32_t*>(t.bits_acts);
+        }
+        run(t, chunks, scales);
+    };
+    static const bool zen4 = zmm_half_rate();
+    if (zen4) go(Fp8Chunks<true>{});
+    else go(Fp8Chunks<false>{});
 }
 
 void gemm_fp4(const QuantGemmTask& t) {
