@@ -80,10 +80,11 @@ struct Fp8Chunks {
     }
 };
 
-template <bool kFullRateZmm>
+// kZen4: the plans measured on Zen 4 (zmm_half_rate(): see stream_rows and the prefetch notes below).
+template <bool kZen4>
 struct Fp4Chunks {
     static constexpr int kVectors = 4, kChunks = 4;
-    static constexpr bool kSideBySideUpTo8 = kFullRateZmm;
+    static constexpr bool kSideBySideUpTo8 = !kZen4;
     static constexpr bool kTwoDecoders = false;
     static constexpr int64_t kBlockBytes = 256;
     template <int R>
@@ -302,8 +303,7 @@ void gemm_fp8(const QuantGemmTask& t) {
         }
         run(t, chunks, scales);
     };
-    static const bool zen4 = zmm_half_rate();
-    if (zen4) go(Fp8Chunks<true>{});
+    if (zmm_half_rate()) go(Fp8Chunks<true>{});
     else go(Fp8Chunks<false>{});
 }
 
@@ -319,13 +319,12 @@ void gemm_fp4(const QuantGemmTask& t) {
         return _mm512_castsi512_ps(_mm512_slli_epi32(_mm512_cvtepu8_epi32(scales(g, kb)), 23));
     };
     auto any = [&](int64_t g, int64_t kb) { return e8m0_to_ps(scales(g, kb)); };
-    static const bool half_rate = zmm_half_rate();
-    if (half_rate) {
-        if (t.plain_scales) run(t, Fp4Chunks<false>{}, plain);
-        else run(t, Fp4Chunks<false>{}, any);
-    } else {
+    if (zmm_half_rate()) {
         if (t.plain_scales) run(t, Fp4Chunks<true>{}, plain);
         else run(t, Fp4Chunks<true>{}, any);
+    } else {
+        if (t.plain_scales) run(t, Fp4Chunks<false>{}, plain);
+        else run(t, Fp4Chunks<false>{}, any);
     }
 }
 
