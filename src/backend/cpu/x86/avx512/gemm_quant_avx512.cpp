@@ -12,12 +12,6 @@
 #include "backend/cpu/x86/avx512/avx512_common.h"
 #include "backend/cpu/x86/isa_ops.h"
 
-
-
-
-
-
-
 namespace deepinfer::backend::cpu::avx512 {
 namespace {
 
@@ -56,6 +50,8 @@ struct Fp8Bits {
     }
 };
 
+// kZen4 (both decoders): the plans measured on Zen 4, chosen by zmm_half_rate() (see stream_rows and the prefetch
+// notes below).
 template <bool kZen4>
 struct Fp8Chunks {
     static constexpr int kVectors = 2, kChunks = 8;
@@ -80,7 +76,6 @@ struct Fp8Chunks {
     }
 };
 
-// kZen4: the plans measured on Zen 4 (zmm_half_rate(): see stream_rows and the prefetch notes below).
 template <bool kZen4>
 struct Fp4Chunks {
     static constexpr int kVectors = 4, kChunks = 4;
