@@ -21,6 +21,9 @@ CpuFeatures detect() {
     CpuFeatures f;
     unsigned eax, ebx, ecx, edx;
     if (!__get_cpuid(1, &eax, &ebx, &ecx, &edx)) return f;
+    // family = base family + extended family when the base is 0xf (AMD's 17h Zen 1-2, 19h Zen 3-4, 1Ah Zen 5)
+    const unsigned base_family = (eax >> 8) & 0xf;
+    const unsigned family = base_family == 0xf ? base_family + ((eax >> 20) & 0xff) : base_family;
     bool osxsave = ecx & (1u << 27);
     f.fma = ecx & (1u << 12);
     f.f16c = ecx & (1u << 29);
@@ -43,10 +46,7 @@ CpuFeatures detect() {
     if (!f.fma) f.avx2 = false;
     unsigned vendor[3];
     if (__get_cpuid(0, &eax, &vendor[0], &vendor[2], &vendor[1])) {
-        const bool amd = vendor[0] == 0x68747541u && vendor[1] == 0x69746e65u && vendor[2] == 0x444d4163u;
-        __get_cpuid(1, &eax, &ebx, &ecx, &edx);
-        // family = base family + extended family when the base is 0xf (AMD's 17h Zen 1-2, 19h Zen 3-4, 1Ah Zen 5)
-        const unsigned base = (eax >> 8) & 0xf, family = base == 0xf ? base + ((eax >> 20) & 0xff) : base;
+        const bool amd = vendor[0] == 0x68747541u && vendor[1] == 0x69746e65u && vendor[2] == 0x444d4163u;  // AuthenticAMD
         f.zmm_half_rate = amd && family == 0x19 && f.avx512f;
     }
     return f;
