@@ -27,13 +27,53 @@ void for_chunks(ThreadPool& pool, int64_t n, int64_t chunk, const std::function<
         fn(0, n, 0);
         return;
     }
-    std::atomic<int64_t> next{0};
+    // Thread t owns the chunks [chunks * t / T, chunks * (t + 1) / T) and runs them in order, so its part of a
+    // weight is one stream across chunk boundaries (the hardware prefetchers ramp up once per thread, not once per
+    // chunk); a thread done with its own takes chunks from the back of the fullest other range.
+    struct alignas(64) Range {
+        std::atomic<uint64_t> front_back;  // next chunk from the front | end of the range << 32
+    };
+    const int threads = pool.size();
+    thread_local std::vector<Range> ranges_storage;
+    if (ranges_storage.size() < static_cast<size_t>(threads)) ranges_storage = std::vector<Range>(threads);
+    Range* ranges = ranges_storage.data();
+    for (int t = 0; t < threads; ++t) {
+        const auto f = static_cast<uint64_t>(chunks * t / threads);
+        const auto b = static_cast<uint64_t>(chunks * (t + 1) / threads);
+        ranges[t].front_back.store(f | b << 32, std::memory_order_relaxed);
+    }
+    auto claim = [](Range& r, bool from_back, int64_t& c) {
+        uint64_t v = r.front_back.load(std::memory_order_relaxed);
+        for (;;) {
+            const uint64_t f = v & 0xffffffffu, b = v >> 32;
+            if (f >= b) return false;
+            const uint64_t next = from_back ? (f | (b - 1) << 32) : v + 1;
+            if (r.front_back.compare_exchange_weak(v, next, std::memory_order_relaxed)) {
+                c = static_cast<int64_t>(from_back ? b - 1 : f);
+                return true;
+            }
+        }
+    };
     pool.run_on_all([&](int t) {
-        int64_t c = next.fetch_add(1, std::memory_order_relaxed);
-        if (c >= chunks) return;
-        setup(t);
-        for (; c < chunks; c = next.fetch_add(1, std::memory_order_relaxed))
+        bool started = false;
+        auto run_chunk = [&](int64_t c) {
+            if (!started) setup(t);
+            started = true;
             fn(c * chunk, std::min(n, (c + 1) * chunk), t);
+        };
+        int64_t c;
+        while (claim(ranges[t], false, c)) run_chunk(c);
+        for (;;) {
+            int fullest = -1;
+            uint64_t most = 0;
+            for (int o = 0; o < threads; ++o) {
+                const uint64_t v = ranges[o].front_back.load(std::memory_order_relaxed);
+                const uint64_t f = v & 0xffffffffu, b = v >> 32;
+                if (b > f && b - f > most) most = b - f, fullest = o;
+            }
+            if (fullest < 0) break;
+            if (claim(ranges[fullest], true, c)) run_chunk(c);
+        }
     });
 }
 
