@@ -1,6 +1,6 @@
 // The AVX2 and AVX-512 kernel tables: the drivers of backend/cpu bound to one ISA's routines. The AVX-512
-// table needs avx512 f/bw/vl/dq plus bf16 (vdpbf16ps) and vbmi (vpermi2b, the fp8 decode): Zen 4/5,
-// Sapphire Rapids and later. Older AVX-512 CPUs get the AVX2 table from the registry's fallback.
+// table needs avx512 f/bw/vl/dq plus bf16 (vdpbf16ps), vbmi (vpermi2b, the fp8 decode) and vnni (vpdpbusd,
+// the MXFP4 GEMV of one row): Zen 4/5, Sapphire Rapids and later. Older AVX-512 CPUs get the AVX2 table from the registry's fallback.
 #include "backend/cpu/drivers.h"
 #include "backend/cpu/packing.h"
 
@@ -29,7 +29,9 @@ const IsaOps& avx512_ops() {
                                avx512::rms_norm_rows, avx512::swiglu_rows, avx512::rope,
                                avx512::pair_pool, avx512::hc_sinkhorn_rows, avx512::hc_collapse_rows,
                                avx512::hc_expand_rows, avx512::order_keys, avx512::select_entries,
-                               avx512::gather_fp8_rows, nullptr, nullptr, avx512::fp8_bits_acts};
+                               avx512::gather_fp8_rows,
+                               // the MXFP4 GEMV of one row reads AVX2's integer row (gemm_quant_avx512.cpp)
+                               avx2::fp4_row_bytes, avx2::prep_fp4_row, avx512::fp8_bits_acts};
     return ops;
 }
 
@@ -149,7 +151,8 @@ const Kernels* avx2_kernels() {
 
 const Kernels* avx512_kernels() {
     const CpuFeatures& f = cpu_features();
-    if (!(f.avx512f && f.avx512bw && f.avx512vl && f.avx512dq && f.avx512_bf16 && f.avx512_vbmi && f.avx2 && f.fma))
+    if (!(f.avx512f && f.avx512bw && f.avx512vl && f.avx512dq && f.avx512_bf16 && f.avx512_vbmi && f.avx512_vnni &&
+          f.avx2 && f.fma))
         return nullptr;
     static const Kernels table = Entries<avx512_ops>::table(Isa::kAvx512);
     return &table;
