@@ -41,8 +41,9 @@ void topk_entries(const IsaOps& ops, const float* scores, int64_t width, int k, 
 void gather_fp8_rows(const IsaOps& ops, const uint8_t* codes, const uint8_t* scales, int dim, const int64_t* rows,
                      int64_t count, bf16* out, ThreadPool& pool);
 
-// Run fn(begin, end, thread) over [0, n) in chunks of `chunk` claimed dynamically by the pool's threads:
-// a thread that starts late (preempted on a busy machine) takes fewer chunks instead of holding up the call.
+// Run fn(begin, end, thread) over [0, n) in chunks of `chunk`: each thread runs an adjacent range of chunks in
+// order (its part of a weight is one stream) and then takes chunks from the back of the fullest other range,
+// so a thread that starts late (preempted on a busy machine) runs fewer chunks instead of holding up the call.
 // setup(thread) runs once on each thread before it claims chunks (e.g. per-thread activation decode);
 // it is skipped by a thread that finds no chunk left.
 void for_chunks(ThreadPool& pool, int64_t n, int64_t chunk, const std::function<void(int)>& setup,
