@@ -46,6 +46,23 @@ static inline constexpr int64_t packed_scale_offset(int64_t g, int64_t groups, i
 // The 64-byte code chunks of a block are the pieces of the codes.
 inline constexpr int64_t kPackedChunkBytes = 64;
 
+// The integer form of one act_quant row that the MXFP4 GEMVs of one row read (IsaOps::prep_fp4_row, AVX2's
+// gemv_fp4_int_avx2.cpp; the AVX-512 table uses the same row), per 32-column block kb:
+//   planes [kb][2][32] int8: the block's integers as v = 256 * hi + lo (lo plane first), each plane in the
+//          column order of the packed MXFP4 dwords: byte 8c + 4h + i holds column 8c + {0,4,1,5}[i] for
+//          h = 0 (the low nibbles of chunk c) and 8c + {2,6,3,7}[i] for h = 1 (the high nibbles; packing.h)
+//   base   [kb] int32: -12 * sum(v), the start of the low plane's sum (takes the weights' bias back out)
+//   unit   [kb] fp32: 2^(e - 11) * kFp4RowUnitScale, one unit of the integer block product (the scale is the
+//          AVX2 fp32 decode's: its weights come as value * 2^-25)
+//   exact  [kb] uint8: 1 when the block's integers fit the two planes and it holds no NaN code
+struct Fp4RowLayout {
+    int64_t base, unit, exact, bytes;  // byte offsets of the arrays after the planes, and the row's size
+};
+static inline constexpr Fp4RowLayout fp4_row_layout(int64_t kb_count) {
+    return {64 * kb_count, 68 * kb_count, 72 * kb_count, 73 * kb_count};
+}
+inline constexpr float kFp4RowUnitScale = 0x1p25f;
+
 // fp8 / MXFP4 GEMM of all activation rows against `groups` packed row groups (packing.h), the first of
 // them an even group of the weight (pairs stay whole).
 struct QuantGemmTask {
@@ -161,7 +178,7 @@ struct IsaOps {
     int64_t (*select_entries)(const uint32_t* keys, int64_t n, uint32_t threshold, int64_t ties, int32_t* out);
     void (*gather_fp8_rows)(const uint8_t* codes, const uint8_t* scales, int dim, const int64_t* rows, bf16* out,
                             int64_t r0, int64_t r1);
-    // Optional (AVX2): one act_quant row of k codes in the integer form the table's MXFP4 GEMV reads
+    // Optional (AVX2, AVX-512): one act_quant row of k codes in the integer form the table's MXFP4 GEMV reads
     // (QuantGemmTask::fp4_row), fp4_row_bytes(k) bytes; decode_acts still gives the row's values and scales.
     int64_t (*fp4_row_bytes)(int64_t k) = nullptr;
     void (*prep_fp4_row)(const uint8_t* codes, int64_t k, uint8_t* out) = nullptr;

@@ -25,20 +25,7 @@
 namespace deepinfer::backend::cpu::avx2 {
 namespace {
 
-// The integer form of one activation row (prep_fp4_row), per 32-column block kb:
-//   planes [kb][2][32] int8: the block's integers as v = 256 * hi + lo (lo plane first), each plane in the
-//          column order of the packed MXFP4 dwords: byte 8c + 4h + i holds column 8c + {0,4,1,5}[i] for
-//          h = 0 (the low nibbles of chunk c) and 8c + {2,6,3,7}[i] for h = 1 (the high nibbles; packing.h)
-//   base   [kb] int32: -12 * sum(v), the start of the low plane's sum (takes the weights' bias back out)
-//   unit   [kb] fp32: 2^(e - 11) * 2^25, one unit of the integer block product in the fp32 kernel's scale
-//   exact  [kb] uint8: 1 when the block's integers fit the two planes and it holds no NaN code
-struct RowLayout {
-    int64_t kb_count;
-    int64_t base() const { return 64 * kb_count; }
-    int64_t unit() const { return base() + 4 * kb_count; }
-    int64_t exact() const { return unit() + 4 * kb_count; }
-    int64_t bytes() const { return exact() + kb_count; }
-};
+// (The row's layout: Fp4RowLayout in isa_ops.h.)
 
 inline int hmin_epu32(__m256i v) {
     v = _mm256_min_epu32(v, _mm256_permute2x128_si256(v, v, 1));
@@ -68,11 +55,11 @@ inline int64_t low_bytes(__m256i v) {
 template <int G>
 void gemv_groups(const QuantGemmTask& t, int64_t g0) {
     const int64_t kb_count = t.k / 32;
-    const RowLayout layout{kb_count};
+    const Fp4RowLayout layout = fp4_row_layout(kb_count);
     const uint8_t* row = t.fp4_row;
-    const auto* base = reinterpret_cast<const int32_t*>(row + layout.base());
-    const auto* unit = reinterpret_cast<const float*>(row + layout.unit());
-    const uint8_t* exact = row + layout.exact();
+    const auto* base = reinterpret_cast<const int32_t*>(row + layout.base);
+    const auto* unit = reinterpret_cast<const float*>(row + layout.unit);
+    const uint8_t* exact = row + layout.exact;
     const float* a = static_cast<const float*>(t.acts);
     const uint8_t* codes =
         t.codes + packed_group(g0, t.groups, kb_count, Fp4Chunk::kBlockBytes, kPackedChunkBytes).offset;
@@ -148,19 +135,20 @@ void gemv_groups(const QuantGemmTask& t, int64_t g0) {
 
 }  // namespace
 
-int64_t fp4_row_bytes(int64_t k) { return RowLayout{k / 32}.bytes(); }
+int64_t fp4_row_bytes(int64_t k) { return fp4_row_layout(k / 32).bytes; }
 
 void prep_fp4_row(const uint8_t* codes, int64_t k, uint8_t* out) {
-    const RowLayout layout{k / 32};
-    auto* base = reinterpret_cast<int32_t*>(out + layout.base());
-    auto* unit = reinterpret_cast<float*>(out + layout.unit());
-    uint8_t* exact = out + layout.exact();
+    const int64_t kb_count = k / 32;
+    const Fp4RowLayout layout = fp4_row_layout(kb_count);
+    auto* base = reinterpret_cast<int32_t*>(out + layout.base);
+    auto* unit = reinterpret_cast<float*>(out + layout.unit);
+    uint8_t* exact = out + layout.exact;
     // position p of a chunk's 8 columns <- column order[p]: the packed dwords' column order
     const __m256i order = _mm256_setr_epi32(0, 4, 1, 5, 2, 6, 3, 7);
     const __m256i seven = _mm256_set1_epi32(7), eight = _mm256_set1_epi32(8), one = _mm256_set1_epi32(1);
     const __m256i half = _mm256_set1_epi32(128), nan_code = _mm256_set1_epi32(0x7f), zero = _mm256_setzero_si256();
     constexpr int kNoExponent = 64;  // above every e4m3 exponent: the minimum of an all-zero block
-    for (int64_t kb = 0; kb < layout.kb_count; ++kb) {
+    for (int64_t kb = 0; kb < kb_count; ++kb) {
         __m256i mant[4], expo[4], negative[4], bad = zero;
         __m256i emin = _mm256_set1_epi32(kNoExponent);
 #pragma GCC unroll 4

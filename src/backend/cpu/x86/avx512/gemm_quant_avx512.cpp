@@ -287,8 +287,8 @@ template <int G>
 // One activation row in its integer form (AVX2's prep_fp4_row) against the G groups of one pair: 64 bytes of codes
 // become 128 biased bytes 2 w + 12 by one shift and two vpermb, and meet the row's two int8 planes in four
 // vpdpbusd -- 7 vector ops per chunk against the bf16 decode's 11 (3 shifts, 4 vpermw, 4 vdpbf16ps), which on
-// Zen 5 all share the same two pipes. Each block's integer sum times 2^(e - 11) (the row's unit without the 2^25
-// AVX2's decode carries) is the bf16 decode's exact block partial, scaled the same way after it: the same bits,
+// Zen 5 all share the same two pipes. Each block's integer sum times 2^(e - 11) (the row's unit without its
+// kFp4RowUnitScale) is the bf16 decode's exact block partial, scaled the same way after it: the same bits,
 // so row invariance holds (gemv_fp4_int_avx2.cpp has the argument; blocks the planes cannot hold run the bf16
 // decode). Zen 5, one core in cache: 58.7 -> ~71 GB/s of codes without the row's preparation (256x4096);
 // streamed at 77-80 GB/s, w1 / w2 n = 1 73-74% -> 77-80% of the read bandwidth (alternating runs).
@@ -296,14 +296,16 @@ template <int G, bool kPlain>
 void gemv_int_groups(const QuantGemmTask& t, int64_t g0) {
     const int64_t kb_count = t.k / 32;
     const uint8_t* row = t.fp4_row;
-    const auto* base = reinterpret_cast<const int32_t*>(row + 64 * kb_count);
-    const auto* unit = reinterpret_cast<const float*>(row + 68 * kb_count);
-    const uint8_t* exact = row + 72 * kb_count;
+    const Fp4RowLayout layout = fp4_row_layout(kb_count);
+    const auto* base = reinterpret_cast<const int32_t*>(row + layout.base);
+    const auto* unit = reinterpret_cast<const float*>(row + layout.unit);
+    const uint8_t* exact = row + layout.exact;
     const auto* acts = static_cast<const uint32_t*>(t.acts);
     const float* sa = t.act_scales;
-    const uint8_t* codes = t.codes + packed_group(g0, t.groups, kb_count, 256, kPackedChunkBytes).offset;
+    constexpr int64_t kBlockBytes = Fp4Chunks<false>::kBlockBytes;
+    const uint8_t* codes = t.codes + packed_group(g0, t.groups, kb_count, kBlockBytes, kPackedChunkBytes).offset;
     const uint8_t* scales = t.scales + packed_scale_offset(g0, t.groups, 0, kb_count, 16);
-    constexpr int64_t kPieceStride = G * kPackedChunkBytes, kBlockStride = G * 256;
+    constexpr int64_t kPieceStride = G * kPackedChunkBytes, kBlockStride = G * kBlockBytes;
     // 2 w + 12 by code, repeated in each 16-byte lane: vpermb reads 6 index bits, the nibble plus 2 stray bits
     const __m512i lut =
         _mm512_broadcast_i32x4(_mm_load_si128(reinterpret_cast<const __m128i*>(tables::kE2M1Biased.v)));
@@ -336,7 +338,7 @@ void gemv_int_groups(const QuantGemmTask& t, int64_t g0) {
                     hi[g] = dpbusd_bcast(hi[g], w1, planes + 8 + 2 * c + 1);
                 }
             }
-            const __m512 u = _mm512_set1_ps(unit[kb] * 0x1p-25f);
+            const __m512 u = _mm512_set1_ps(unit[kb] * (1.0f / kFp4RowUnitScale));
 #pragma GCC unroll 2
             for (int g = 0; g < G; ++g)
                 p[g] = _mm512_mul_ps(_mm512_cvtepi32_ps(_mm512_add_epi32(lo[g], _mm512_slli_epi32(hi[g], 8))), u);
