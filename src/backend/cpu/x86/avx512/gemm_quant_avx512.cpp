@@ -20,10 +20,14 @@ struct Prefetch {
     int64_t l1, l2;
 };
 
+// The prefetches take the chunk's decoded or loaded vector `after` as an input they do not read: that keeps each
+// one beside its chunk, as the kernels issue them. Without it GCC hoisted a block's eight prefetches into one burst
+// at the block's start, and on an Intel Xeon (AVX-512 with AMX, 2-vCPU VM, ~16 GB/s per core) fp8 n = 1 read
+// 71-73% of the bandwidth against 83-98% one per chunk (stream_rows' notes).
 template <Prefetch kAhead>
-inline void prefetch_ahead(const uint8_t* chunk) {
-    if constexpr (kAhead.l1 > 0) _mm_prefetch(reinterpret_cast<const char*>(chunk + kAhead.l1), _MM_HINT_T0);
-    if constexpr (kAhead.l2 > 0) _mm_prefetch(reinterpret_cast<const char*>(chunk + kAhead.l2), _MM_HINT_T1);
+inline void prefetch_ahead(const uint8_t* chunk, __m512i after) {
+    if constexpr (kAhead.l1 > 0) __asm__ volatile("prefetcht0 %0" : : "m"(chunk[kAhead.l1]), "v"(after));
+    if constexpr (kAhead.l2 > 0) __asm__ volatile("prefetcht1 %0" : : "m"(chunk[kAhead.l2]), "v"(after));
 }
 
 // Decoders of one 64-byte chunk into kVectors registers: vector q holds, in dword lane r, the bf16 pair
@@ -117,7 +121,9 @@ inline void store_row(float* out, __mmask16 mask, __m512 v) { _mm512_mask_storeu
 // decode step from 1.38-1.39x to 1.26-1.27x its roofline at 78-80 GB/s (three alternating pairs): each core
 // must stream ~40 GB/s there, and the hardware prefetchers alone do not keep that many lines in flight. So the
 // 1-2-row plan depends on the CPU: zmm_half_rate() tells Zen 4 apart among the CPUs this table runs on (AVX-512
-// with bf16: Zen 4 and 5, Intel from Sapphire Rapids on).
+// with bf16: Zen 4 and 5, Intel from Sapphire Rapids on). On an Intel Xeon with AMX (2-vCPU VM; one core reads ~16
+// GB/s, two ~32), with the prefetches kept one per chunk (prefetch_ahead), fp8 1-2 rows at one thread: none 57-62%
+// of the bandwidth, 6 or 12 KB into L2 88-100%, 3 KB 94-97% of that, 1-2 KB into L1 86%; so 6 KB serves it too.
 
 // R (<= 8) activation rows against the G groups of one pair (packing.h; G = 1 for a lone last group), partial
 // sums and accumulators in registers, each chunk decoded and used at once, the pair read as one stream. Each
@@ -164,8 +170,8 @@ void stream_rows(const QuantGemmTask& t, const Chunks& chunks, const Scales& sca
 #pragma GCC unroll 4
             for (int g = 0; g < kGroups; ++g) {
                 const uint8_t* chunk = block + ch * kPieceStride + g * kPackedChunkBytes;
-                prefetch_ahead<Chunks::template kPrefetch<R>>(chunk);
                 dec.decode(chunk, v[g]);
+                prefetch_ahead<Chunks::template kPrefetch<R>>(chunk, v[g][0]);
             }
 #pragma GCC unroll 4
             for (int q = 0; q < Chunks::kVectors; ++q) {
@@ -328,8 +334,8 @@ void gemv_int_groups(const QuantGemmTask& t, int64_t g0) {
 #pragma GCC unroll 2
                 for (int g = 0; g < G; ++g) {
                     const uint8_t* chunk = block + c * kPieceStride + g * kPackedChunkBytes;
-                    prefetch_ahead<Fp4Chunks<false>::kPrefetch<1>>(chunk);
                     const __m512i d = _mm512_load_si512(chunk);
+                    prefetch_ahead<Fp4Chunks<false>::kPrefetch<1>>(chunk, d);
                     const __m512i w0 = _mm512_permutexvar_epi8(d, lut);
                     const __m512i w1 = _mm512_permutexvar_epi8(_mm512_srli_epi16(d, 4), lut);
                     lo[g] = dpbusd_bcast(lo[g], w0, planes + 2 * c);
