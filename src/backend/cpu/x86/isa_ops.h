@@ -55,11 +55,12 @@ inline constexpr int64_t kPackedChunkBytes = 64;
 //   unit   [kb] fp32: 2^(e - 11) * kFp4RowUnitScale, one unit of the integer block product (the scale is the
 //          AVX2 fp32 decode's: its weights come as value * 2^-25)
 //   exact  [kb] uint8: 1 when the block's integers fit the two planes and it holds no NaN code
+// Rows of a GEMM lie `bytes` apart, a multiple of 64 (the arrays stay aligned in every row).
 struct Fp4RowLayout {
     int64_t base, unit, exact, bytes;  // byte offsets of the arrays after the planes, and the row's size
 };
 static inline constexpr Fp4RowLayout fp4_row_layout(int64_t kb_count) {
-    return {64 * kb_count, 68 * kb_count, 72 * kb_count, 73 * kb_count};
+    return {64 * kb_count, 68 * kb_count, 72 * kb_count, (73 * kb_count + 63) / 64 * 64};
 }
 inline constexpr float kFp4RowUnitScale = 0x1p25f;
 
@@ -79,7 +80,8 @@ struct QuantGemmTask {
     float* out_f32 = nullptr;  // when set, fp32 results go here (same indexing as out) instead of bf16
     bool plain_scales = false;  // PackedWeight::plain_scales of the weight
     bool plain_codes = false;   // PackedWeight::plain_codes of the weight
-    // MXFP4 with n == 1 only, where the ISA has IsaOps::prep_fp4_row: that row in its integer form (else null).
+    // MXFP4 with n <= IsaOps::fp4_row_max_rows, where the ISA has IsaOps::prep_fp4_row: the rows in their integer
+    // form, fp4_row_bytes(k) apart (else null).
     const uint8_t* fp4_row = nullptr;
     // fp8 prepared without NaN codes, where the ISA has IsaOps::fp8_bits_acts and it accepted the activations:
     // the activations in the form its bit-placing decode reads, and the weight's subnormal-block flags of the
@@ -178,7 +180,7 @@ struct IsaOps {
     int64_t (*select_entries)(const uint32_t* keys, int64_t n, uint32_t threshold, int64_t ties, int32_t* out);
     void (*gather_fp8_rows)(const uint8_t* codes, const uint8_t* scales, int dim, const int64_t* rows, bf16* out,
                             int64_t r0, int64_t r1);
-    // Optional (AVX2, AVX-512): one act_quant row of k codes in the integer form the table's MXFP4 GEMV reads
+    // Optional (AVX2, AVX-512): one act_quant row of k codes in the integer form the table's MXFP4 GEMMs read
     // (QuantGemmTask::fp4_row), fp4_row_bytes(k) bytes; decode_acts still gives the row's values and scales.
     int64_t (*fp4_row_bytes)(int64_t k) = nullptr;
     void (*prep_fp4_row)(const uint8_t* codes, int64_t k, uint8_t* out) = nullptr;
@@ -187,6 +189,8 @@ struct IsaOps {
     // that decode does not take them (too many rows, or a value outside its range). The driver calls it once
     // per thread and GEMM, like decode_acts, rather than every work unit doing it.
     bool (*fp8_bits_acts)(const void* acts, int64_t n, int64_t k, bool e4m3, void* out) = nullptr;
+    // The most act_quant rows the table's MXFP4 GEMM takes in the integer form (AVX2: the GEMV of one row).
+    int64_t fp4_row_max_rows = 0;
 };
 // The widest hc the SIMD Sinkhorn keeps in registers (the released model has 4).
 inline constexpr int kMaxSimdHc = 8;

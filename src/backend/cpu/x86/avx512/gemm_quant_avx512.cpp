@@ -273,41 +273,44 @@ inline __m512i dpbusd_bcast(__m512i acc, __m512i u, const int32_t* x) {
     return acc;
 }
 
-// The bf16 decode's partial sums of one block of G groups for one row (blocks the integer form cannot take).
-template <int G>
-[[gnu::noinline]] void block_bf16(const uint8_t* block, const uint32_t* a_block, __m512* p) {
+// The bf16 decode's partial sums of one block of G groups for R rows (blocks the integer form cannot take):
+// p[R * g + r], the activation rows a_stride pairs apart.
+template <int R, int G>
+[[gnu::noinline]] void block_bf16(const uint8_t* block, const uint32_t* a_block, int64_t a_stride, __m512* p) {
     const Fp4Chunks<false> dec;
-#pragma GCC unroll 2
-    for (int g = 0; g < G; ++g) p[g] = _mm512_setzero_ps();
+#pragma GCC unroll 8
+    for (int i = 0; i < G * R; ++i) p[i] = _mm512_setzero_ps();
     for (int c = 0; c < 4; ++c) {
 #pragma GCC unroll 2
         for (int g = 0; g < G; ++g) {
             __m512i v[4];
             dec.decode(block + c * G * kPackedChunkBytes + g * kPackedChunkBytes, v);
 #pragma GCC unroll 4
-            for (int q = 0; q < 4; ++q) p[g] = dot(p[g], v[q], a_block + 4 * c + q);
+            for (int q = 0; q < 4; ++q)
+#pragma GCC unroll 4
+                for (int r = 0; r < R; ++r) p[R * g + r] = dot(p[R * g + r], v[q], a_block + r * a_stride + 4 * c + q);
         }
     }
 }
 
-// One activation row in its integer form (AVX2's prep_fp4_row) against the G groups of one pair: 64 bytes of codes
-// become 128 biased bytes 2 w + 12 by one shift and two vpermb, and meet the row's two int8 planes in four
-// vpdpbusd -- 7 vector ops per chunk against the bf16 decode's 11 (3 shifts, 4 vpermw, 4 vdpbf16ps), which on
-// Zen 5 all share the same two pipes. Each block's integer sum times 2^(e - 11) (the row's unit without its
-// kFp4RowUnitScale) is the bf16 decode's exact block partial, scaled the same way after it: the same bits,
-// so row invariance holds (gemv_fp4_int_avx2.cpp has the argument; blocks the planes cannot hold run the bf16
-// decode). Zen 5, one core in cache: 58.7 -> ~71 GB/s of codes without the row's preparation (256x4096);
-// streamed at 77-80 GB/s, w1 / w2 n = 1 73-74% -> 77-80% of the read bandwidth (alternating runs).
-template <int G, bool kPlain>
-void gemv_int_groups(const QuantGemmTask& t, int64_t g0) {
-    const int64_t kb_count = t.k / 32;
-    const uint8_t* row = t.fp4_row;
+// R (<= 4) activation rows in their integer form (AVX2's prep_fp4_row, one row per Fp4RowLayout::bytes) against the G
+// groups of one pair: 64 bytes of codes become 128 biased bytes 2 w + 12 by one shift and two vpermb, and meet each
+// row's two int8 planes in four vpdpbusd. One row: 7 vector ops per chunk against the bf16 decode's 11 (3 shifts,
+// 4 vpermw, 4 vdpbf16ps), which on Zen 5 all share the same two pipes; each further row adds 4 vpdpbusd (64
+// products each) where the bf16 decode adds 4 vdpbf16ps (32 products each, and on Intel ~2.3 cycles of both
+// vector ports apiece). Each block's integer sum times 2^(e - 11) (the row's unit without its kFp4RowUnitScale)
+// is the bf16 decode's exact block partial, scaled the same way after it: the same bits, so row invariance holds
+// (gemv_fp4_int_avx2.cpp has the argument; a block that one of the rows' planes cannot hold runs the bf16 decode
+// for all R). Zen 5, one core in cache, n = 1: 58.7 -> ~71 GB/s of codes without the row's preparation
+// (256x4096); streamed at 77-80 GB/s, w1 / w2 n = 1 73-74% -> 77-80% of the read bandwidth (alternating runs).
+template <int R, int G, bool kPlain>
+void gemm_int_rows(const QuantGemmTask& t, int64_t g0, int64_t i0) {
+    const int64_t kb_count = t.k / 32, a_stride = t.k / 2;
     const Fp4RowLayout layout = fp4_row_layout(kb_count);
-    const auto* base = reinterpret_cast<const int32_t*>(row + layout.base);
-    const auto* unit = reinterpret_cast<const float*>(row + layout.unit);
-    const uint8_t* exact = row + layout.exact;
-    const auto* acts = static_cast<const uint32_t*>(t.acts);
-    const float* sa = t.act_scales;
+    const uint8_t* row0 = t.fp4_row + i0 * layout.bytes;
+    auto row = [&](int r) { return row0 + r * layout.bytes; };
+    const auto* acts = static_cast<const uint32_t*>(t.acts) + i0 * a_stride;
+    const float* sa = t.act_scales + i0 * kb_count;
     constexpr int64_t kBlockBytes = Fp4Chunks<false>::kBlockBytes;
     const uint8_t* codes = t.codes + packed_group(g0, t.groups, kb_count, kBlockBytes, kPackedChunkBytes).offset;
     const uint8_t* scales = t.scales + packed_scale_offset(g0, t.groups, 0, kb_count, 16);
@@ -315,19 +318,27 @@ void gemv_int_groups(const QuantGemmTask& t, int64_t g0) {
     // 2 w + 12 by code, repeated in each 16-byte lane: vpermb reads 6 index bits, the nibble plus 2 stray bits
     const __m512i lut =
         _mm512_broadcast_i32x4(_mm_load_si128(reinterpret_cast<const __m128i*>(tables::kE2M1Biased.v)));
-    __m512 acc[G];
+    __m512 acc[G][R];
 #pragma GCC unroll 2
-    for (int g = 0; g < G; ++g) acc[g] = _mm512_setzero_ps();
+    for (int g = 0; g < G; ++g)
+#pragma GCC unroll 4
+        for (int r = 0; r < R; ++r) acc[g][r] = _mm512_setzero_ps();
     for (int64_t kb = 0; kb < kb_count; ++kb) {
         const uint8_t* block = codes + kb * kBlockStride;
-        __m512 p[G];
-        if (exact[kb]) [[likely]] {
-            const auto* planes = reinterpret_cast<const int32_t*>(row + 64 * kb);
-            __m512i lo[G], hi[G];
+        bool exact = true;
+#pragma GCC unroll 4
+        for (int r = 0; r < R; ++r) exact &= row(r)[layout.exact + kb] != 0;
+        __m512 p[G][R];
+        if (exact) [[likely]] {
+            __m512i lo[G][R], hi[G][R];
+#pragma GCC unroll 4
+            for (int r = 0; r < R; ++r) {
+                const int32_t base = reinterpret_cast<const int32_t*>(row(r) + layout.base)[kb];
 #pragma GCC unroll 2
-            for (int g = 0; g < G; ++g) {
-                lo[g] = _mm512_set1_epi32(base[kb]);
-                hi[g] = _mm512_setzero_si512();
+                for (int g = 0; g < G; ++g) {
+                    lo[g][r] = _mm512_set1_epi32(base);
+                    hi[g][r] = _mm512_setzero_si512();
+                }
             }
 #pragma GCC unroll 4
             for (int c = 0; c < 4; ++c) {
@@ -338,41 +349,69 @@ void gemv_int_groups(const QuantGemmTask& t, int64_t g0) {
                     prefetch_ahead<Fp4Chunks<false>::kPrefetch<1>>(chunk, d);
                     const __m512i w0 = _mm512_permutexvar_epi8(d, lut);
                     const __m512i w1 = _mm512_permutexvar_epi8(_mm512_srli_epi16(d, 4), lut);
-                    lo[g] = dpbusd_bcast(lo[g], w0, planes + 2 * c);
-                    hi[g] = dpbusd_bcast(hi[g], w0, planes + 8 + 2 * c);
-                    lo[g] = dpbusd_bcast(lo[g], w1, planes + 2 * c + 1);
-                    hi[g] = dpbusd_bcast(hi[g], w1, planes + 8 + 2 * c + 1);
+#pragma GCC unroll 4
+                    for (int r = 0; r < R; ++r) {
+                        const auto* planes = reinterpret_cast<const int32_t*>(row(r) + 64 * kb);
+                        lo[g][r] = dpbusd_bcast(lo[g][r], w0, planes + 2 * c);
+                        hi[g][r] = dpbusd_bcast(hi[g][r], w0, planes + 8 + 2 * c);
+                        lo[g][r] = dpbusd_bcast(lo[g][r], w1, planes + 2 * c + 1);
+                        hi[g][r] = dpbusd_bcast(hi[g][r], w1, planes + 8 + 2 * c + 1);
+                    }
                 }
             }
-            const __m512 u = _mm512_set1_ps(unit[kb] * (1.0f / kFp4RowUnitScale));
+#pragma GCC unroll 4
+            for (int r = 0; r < R; ++r) {
+                const float unit = reinterpret_cast<const float*>(row(r) + layout.unit)[kb];
+                const __m512 u = _mm512_set1_ps(unit * (1.0f / kFp4RowUnitScale));
 #pragma GCC unroll 2
-            for (int g = 0; g < G; ++g)
-                p[g] = _mm512_mul_ps(_mm512_cvtepi32_ps(_mm512_add_epi32(lo[g], _mm512_slli_epi32(hi[g], 8))), u);
+                for (int g = 0; g < G; ++g) {
+                    const __m512i sum = _mm512_add_epi32(lo[g][r], _mm512_slli_epi32(hi[g][r], 8));
+                    p[g][r] = _mm512_mul_ps(_mm512_cvtepi32_ps(sum), u);
+                }
+            }
         } else {
-            block_bf16<G>(block, acts + kb * 16, p);
+            block_bf16<R, G>(block, acts + kb * 16, a_stride, &p[0][0]);
         }
-        const __m512 a_scale = _mm512_set1_ps(sa[kb]);
 #pragma GCC unroll 2
         for (int g = 0; g < G; ++g) {
             const __m128i b = _mm_loadu_si128(reinterpret_cast<const __m128i*>(scales + kb * G * 16 + g * 16));
             const __m512 sw =
                 kPlain ? _mm512_castsi512_ps(_mm512_slli_epi32(_mm512_cvtepu8_epi32(b), 23)) : e8m0_to_ps(b);
-            acc[g] = _mm512_fmadd_ps(p[g], _mm512_mul_ps(sw, a_scale), acc[g]);
+#pragma GCC unroll 4
+            for (int r = 0; r < R; ++r)
+                acc[g][r] = _mm512_fmadd_ps(p[g][r], _mm512_mul_ps(sw, _mm512_set1_ps(sa[r * kb_count + kb])),
+                                            acc[g][r]);
         }
     }
 #pragma GCC unroll 2
     for (int g = 0; g < G; ++g) {
         const __mmask16 mask = lane_mask(t.rows - (g0 + g) * 16);
-        if (t.out_f32) store_row(t.out_f32 + (g0 + g) * 16, mask, acc[g]);
-        else store_row(t.out + (g0 + g) * 16, mask, acc[g]);
+#pragma GCC unroll 4
+        for (int r = 0; r < R; ++r) {
+            if (t.out_f32) store_row(t.out_f32 + (i0 + r) * t.ldo + (g0 + g) * 16, mask, acc[g][r]);
+            else store_row(t.out + (i0 + r) * t.ldo + (g0 + g) * 16, mask, acc[g][r]);
+        }
     }
 }
 
+template <int R, bool kPlain>
+void gemm_int_pairs(const QuantGemmTask& t, int64_t g, int64_t i0) {
+    if (g + 2 <= t.groups) gemm_int_rows<R, 2, kPlain>(t, g, i0);
+    else gemm_int_rows<R, 1, kPlain>(t, g, i0);
+}
+
+// Pair by pair, each pair against every block of 4 activation rows (the pair stays in L2 for the next block).
 template <bool kPlain>
-void gemv_int(const QuantGemmTask& t) {
+void gemm_int(const QuantGemmTask& t) {
     for (int64_t g = 0; g < t.groups; g += 2) {
-        if (g + 2 <= t.groups) gemv_int_groups<2, kPlain>(t, g);
-        else gemv_int_groups<1, kPlain>(t, g);
+        for (int64_t i0 = 0; i0 < t.n; i0 += 4) {
+            switch (t.n - i0 < 4 ? t.n - i0 : 4) {
+                case 1: gemm_int_pairs<1, kPlain>(t, g, i0); break;
+                case 2: gemm_int_pairs<2, kPlain>(t, g, i0); break;
+                case 3: gemm_int_pairs<3, kPlain>(t, g, i0); break;
+                default: gemm_int_pairs<4, kPlain>(t, g, i0); break;
+            }
+        }
     }
 }
 
@@ -430,9 +469,9 @@ void gemm_fp4(const QuantGemmTask& t) {
         return _mm512_castsi512_ps(_mm512_slli_epi32(_mm512_cvtepu8_epi32(scales(g, kb)), 23));
     };
     auto any = [&](int64_t g, int64_t kb) { return e8m0_to_ps(scales(g, kb)); };
-    if (t.n == 1 && t.fp4_row) {
-        if (t.plain_scales) gemv_int<true>(t);
-        else gemv_int<false>(t);
+    if (t.fp4_row) {
+        if (t.plain_scales) gemm_int<true>(t);
+        else gemm_int<false>(t);
         return;
     }
     if (zmm_half_rate()) {
