@@ -122,8 +122,9 @@ inline void store_row(float* out, __mmask16 mask, __m512 v) { _mm512_mask_storeu
 // must stream ~40 GB/s there, and the hardware prefetchers alone do not keep that many lines in flight. So the
 // 1-2-row plan depends on the CPU: zmm_half_rate() tells Zen 4 apart among the CPUs this table runs on (AVX-512
 // with bf16: Zen 4 and 5, Intel from Sapphire Rapids on). On an Intel Xeon with AMX (2-vCPU VM; one core reads ~16
-// GB/s, two ~32), with the prefetches kept one per chunk (prefetch_ahead), fp8 1-2 rows at one thread: none 57-62%
-// of the bandwidth, 6 or 12 KB into L2 88-100%, 3 KB 94-97% of that, 1-2 KB into L1 86%; so 6 KB serves it too.
+// GB/s, two ~32), prefetches one per chunk (prefetch_ahead), fp8 n = 1 with one thread and every block on the
+// bit-placing decode (a temporary switch): none 57-62% of the bandwidth, 6 or 12 KB into L2 99-100%, 3 KB 93-97%,
+// 1-2 KB into L1 alone 86-88%; so 6 KB into L2 serves it too.
 
 // R (<= 8) activation rows against the G groups of one pair (packing.h; G = 1 for a lone last group), partial
 // sums and accumulators in registers, each chunk decoded and used at once, the pair read as one stream. Each
