@@ -1,6 +1,7 @@
 // The AVX2 and AVX-512 kernel tables: the drivers of backend/cpu bound to one ISA's routines. The AVX-512
 // table needs avx512 f/bw/vl/dq plus bf16 (vdpbf16ps), vbmi (vpermi2b, the fp8 decode) and vnni (vpdpbusd,
-// the MXFP4 GEMV of one row): Zen 4/5, Sapphire Rapids and later. Older AVX-512 CPUs get the AVX2 table from the registry's fallback.
+// the integer MXFP4 GEMM): Zen 4/5, Sapphire Rapids and later. Older AVX-512 CPUs get the AVX2 table from the
+// registry's fallback.
 #include "backend/cpu/drivers.h"
 #include "backend/cpu/packing.h"
 

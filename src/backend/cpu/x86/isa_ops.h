@@ -46,8 +46,8 @@ static inline constexpr int64_t packed_scale_offset(int64_t g, int64_t groups, i
 // The 64-byte code chunks of a block are the pieces of the codes.
 inline constexpr int64_t kPackedChunkBytes = 64;
 
-// The integer form of one act_quant row that the MXFP4 GEMVs of one row read (IsaOps::prep_fp4_row, AVX2's
-// gemv_fp4_int_avx2.cpp; the AVX-512 table uses the same row), per 32-column block kb:
+// The integer form of one act_quant row that the integer MXFP4 kernels read (IsaOps::prep_fp4_row, AVX2's
+// gemv_fp4_int_avx2.cpp for one row; the AVX-512 GEMM reads the same rows, any number), per 32-column block kb:
 //   planes [kb][2][32] int8: the block's integers as v = 256 * hi + lo (lo plane first), each plane in the
 //          column order of the packed MXFP4 dwords: byte 8c + 4h + i holds column 8c + {0,4,1,5}[i] for
 //          h = 0 (the low nibbles of chunk c) and 8c + {2,6,3,7}[i] for h = 1 (the high nibbles; packing.h)
