@@ -8,6 +8,7 @@
 
 #include <cstdint>
 #include <cstring>
+#include <utility>
 
 #include "backend/cpu/x86/avx512/avx512_common.h"
 #include "backend/cpu/x86/isa_ops.h"
@@ -233,38 +234,36 @@ void stream_rows(const QuantGemmTask& t, const Chunks& chunks, const Scales& sca
 // cache that ran n = 9-64 at 73-82% of the bf16-dot peak, against 52-75% for the L2 panel it replaced (the
 // whole group decoded once, then tiles of 8 rows over it: the decoded weights came back from L2 for every
 // tile, twice the bytes of the codes).
-template <int R, class Chunks, class Scales>
-void stream_group(const QuantGemmTask& t, const Chunks& chunks, const Scales& scale_of, int64_t g, bool pair,
-                  int64_t i0) {
-    if (pair) stream_rows<R, 2>(t, chunks, scale_of, g, i0);
-    else stream_rows<R, 1>(t, chunks, scale_of, g, i0);
+// f.template operator()<R, G>(g, i0) for each pair of row groups g (G = 2; a lone last group: G = 1) and, within
+// it, each block of up to kMaxRows activation rows from i0 (R rows). (The integer MXFP4 GEMM walks the same way.)
+template <int kMaxRows, class F>
+void each_pair_and_rows(const QuantGemmTask& t, F&& f) {
+    for (int64_t g = 0; g < t.groups; g += 2) {
+        for (int64_t i0 = 0; i0 < t.n; i0 += kMaxRows) {
+            const int64_t n = t.n - i0 < kMaxRows ? t.n - i0 : kMaxRows;
+            [&]<int... i>(std::integer_sequence<int, i...>) {
+                ((n == i + 1 ? (g + 2 <= t.groups ? f.template operator()<i + 1, 2>(g, i0)
+                                                  : f.template operator()<i + 1, 1>(g, i0))
+                             : void()),
+                 ...);
+            }(std::make_integer_sequence<int, kMaxRows>{});
+        }
+    }
 }
 
 // Pair by pair (a lone last group on its own), each pair against every block of 8 activation rows.
 template <class Chunks, class Scales>
 void run(const QuantGemmTask& t, const Chunks& chunks, const Scales& scale_of) {
     const int64_t kb_count = t.k / 32;
-    for (int64_t g = 0; g < t.groups; g += 2) {
-        const bool pair = g + 2 <= t.groups;
-        for (int64_t i0 = 0; i0 < t.n; i0 += 8) {
-            QuantGemmTask rows = t;  // activation rows [i0, i0 + 8) of the task
-            rows.n = t.n - i0 < 8 ? t.n - i0 : 8;
-            rows.acts = static_cast<const uint32_t*>(t.acts) + i0 * (t.k / 2);
-            rows.act_scales = t.act_scales + i0 * kb_count;
-            if (t.out) rows.out = t.out + i0 * t.ldo;
-            if (t.out_f32) rows.out_f32 = t.out_f32 + i0 * t.ldo;
-            switch (rows.n) {
-                case 1: stream_group<1>(rows, chunks, scale_of, g, pair, i0); break;
-                case 2: stream_group<2>(rows, chunks, scale_of, g, pair, i0); break;
-                case 3: stream_group<3>(rows, chunks, scale_of, g, pair, i0); break;
-                case 4: stream_group<4>(rows, chunks, scale_of, g, pair, i0); break;
-                case 5: stream_group<5>(rows, chunks, scale_of, g, pair, i0); break;
-                case 6: stream_group<6>(rows, chunks, scale_of, g, pair, i0); break;
-                case 7: stream_group<7>(rows, chunks, scale_of, g, pair, i0); break;
-                default: stream_group<8>(rows, chunks, scale_of, g, pair, i0); break;
-            }
-        }
-    }
+    each_pair_and_rows<8>(t, [&]<int R, int G>(int64_t g, int64_t i0) {
+        QuantGemmTask rows = t;  // activation rows [i0, i0 + R) of the task
+        rows.n = R;
+        rows.acts = static_cast<const uint32_t*>(t.acts) + i0 * (t.k / 2);
+        rows.act_scales = t.act_scales + i0 * kb_count;
+        if (t.out) rows.out = t.out + i0 * t.ldo;
+        if (t.out_f32) rows.out_f32 = t.out_f32 + i0 * t.ldo;
+        stream_rows<R, G>(rows, chunks, scale_of, g, i0);
+    });
 }
 
 // acc += u8 x s8 dot products of 4 bytes per dword lane against the broadcast dword *x (embedded broadcast,
@@ -395,25 +394,10 @@ void gemm_int_rows(const QuantGemmTask& t, int64_t g0, int64_t i0) {
     }
 }
 
-template <int R, bool kPlain>
-void gemm_int_pairs(const QuantGemmTask& t, int64_t g, int64_t i0) {
-    if (g + 2 <= t.groups) gemm_int_rows<R, 2, kPlain>(t, g, i0);
-    else gemm_int_rows<R, 1, kPlain>(t, g, i0);
-}
-
-// Pair by pair, each pair against every block of 4 activation rows (the pair stays in L2 for the next block).
+// Pair by pair, each pair against every block of 4 activation rows.
 template <bool kPlain>
 void gemm_int(const QuantGemmTask& t) {
-    for (int64_t g = 0; g < t.groups; g += 2) {
-        for (int64_t i0 = 0; i0 < t.n; i0 += 4) {
-            switch (t.n - i0 < 4 ? t.n - i0 : 4) {
-                case 1: gemm_int_pairs<1, kPlain>(t, g, i0); break;
-                case 2: gemm_int_pairs<2, kPlain>(t, g, i0); break;
-                case 3: gemm_int_pairs<3, kPlain>(t, g, i0); break;
-                default: gemm_int_pairs<4, kPlain>(t, g, i0); break;
-            }
-        }
-    }
+    each_pair_and_rows<4>(t, [&]<int R, int G>(int64_t g, int64_t i0) { gemm_int_rows<R, G, kPlain>(t, g, i0); });
 }
 
 }  // namespace
