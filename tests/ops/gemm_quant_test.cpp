@@ -320,6 +320,42 @@ TEST(GemmFp4, ExtremeScaleCodes) {
     check_fp4(s, acts.all(), w);
 }
 
+// A wide block whose fp32 chain rounds: eight products 6 x 448, then 0.5 x 2^-9 (the smallest subnormal), a tie
+// at that magnitude that rounds to even (away), then the eight products back out: the reference's block partial
+// is 0 where the exact sum is 2^-10. The AVX2 integer kernels must see that a partial sum could round there
+// (fp4_row_avx2.cpp) and run the chain: 1 row (GEMV), 2-4 (fp32 stream) and 5-64 (panel GEMM). Rows with a
+// second block of random values check the rest of the path.
+TEST(GemmFp4, WideBlockWhoseChainRounds) {
+    Inputs in(12);
+    const int64_t k = 64, rows = 20;
+    std::vector<uint8_t> packed(rows * k / 2), wscales(rows * k / 32, 127);
+    auto set_w = [&](int64_t r, int64_t col, uint8_t code) {
+        uint8_t& b = packed[r * k / 2 + col / 2];
+        b = col % 2 ? static_cast<uint8_t>((b & 0x0f) | code << 4) : static_cast<uint8_t>((b & 0xf0) | code);
+    };
+    const std::vector<uint8_t> random_w = in.bytes(rows * k);
+    for (int64_t r = 0; r < rows; ++r)
+        for (int64_t col = 0; col < k; ++col)
+            set_w(r, col, col <= 16 ? (col == 8 ? 0x1 : 0x7) : random_w[r * k + col] & 0xf);  // 0.5, 6
+    const Fp4Matrix w{packed.data(), wscales.data(), rows, k};
+    for (int64_t n : {1, 3, 8, 16}) {
+        std::vector<uint8_t> codes(n * k, 0), ascales(n * 2, 127);
+        for (int64_t i = 0; i < n; ++i) {
+            for (int64_t col = 0; col <= 16; ++col) codes[i * k + col] = col < 8 ? 0x7e : col == 8 ? 0x01 : 0xfe;
+            if (i % 2) {
+                const std::vector<uint8_t> second = in.e4m3_codes(32);
+                std::copy(second.begin(), second.end(), codes.begin() + i * k + 32);
+            }
+        }
+        const Fp8Acts a{codes.data(), ascales.data(), n, k};
+        ThreadPool pool(1);
+        std::vector<bf16> ref(n * rows);
+        backend::ref::kernels().gemm_fp4(a, w, ref.data(), rows, pool);
+        EXPECT_EQ(bf16_to_float(ref[0]), 0.0f) << "the reference's chain is expected to round the tie away";
+        check_fp4(Shape{n, rows, k, 0}, a, w);
+    }
+}
+
 // gemm_fp4_grouped gives, for every GEMM of the group, exactly what gemm_fp4 gives on its own (every table,
 // prepared and canonical weights, 1-3 threads): GEMMs of different shapes and row counts, one crossing the
 // 64-row activation chunks, one sharing another's activations (as w1 and w3 do), one with no rows.

@@ -168,16 +168,18 @@ TEST(RowInvariance, GemmFp4) {
         }
 }
 
-// Activation codes made block by block to reach every case of the AVX2 MXFP4 GEMV, which reads a single row
-// as exact integers where a block's values fit two int8 planes and runs the batch kernel's fp32 chain
-// elsewhere (gemv_fp4_int_avx2.cpp): its single rows must give the batch's bits in both cases. Wide, NaN and
-// zero blocks and extreme scale codes are worth a row-invariance check on every table anyway.
+// Activation codes made block by block to reach every case of the AVX2 integer MXFP4 kernels: the GEMV reads a
+// single row as exact integers where a block's values fit two int8 planes and runs the fp32 chain elsewhere
+// (gemv_fp4_int_avx2.cpp); the panel GEMM of 5-64 rows takes int16 words, shifted with the dropped low bits
+// added back for wider blocks, and the chain where a partial sum could round (gemm_fp4_int_avx2.cpp). Single rows
+// and windows must give the batch's bits in every case. Wide, NaN and zero blocks and extreme scale codes are
+// worth a row-invariance check on every table anyway.
 QuantizedActs mixed_fp4_acts(Inputs& in, int64_t n, int64_t k) {
     QuantizedActs a(in, n, k);
     auto code = [&](int e, int m, bool negative) { return static_cast<uint8_t>((negative ? 0x80 : 0) | e << 3 | m); };
     for (int64_t b = 0; b < n * k / 32; ++b) {
         uint8_t* c = a.codes.data() + b * 32;
-        const int kind = in.uniform_int(0, 7);
+        const int kind = in.uniform_int(0, 8);
         const int e_low = in.uniform_int(0, 4);
         for (int j = 0; j < 32; ++j) {
             const bool negative = in.uniform_int(0, 1) == 1;
@@ -198,6 +200,10 @@ QuantizedActs mixed_fp4_acts(Inputs& in, int64_t n, int64_t k) {
                     break;
                 case 4:  // all zeros
                     c[j] = code(0, 0, negative);
+                    break;
+                case 6:  // 31 values of magnitude 448 and a subnormal: words shifted by 3 hold them, but the
+                         // partial sums pass 2^24 units where the weights agree in sign, and the fp32 chain rounds
+                    c[j] = j == 17 ? code(0, in.uniform_int(1, 7), negative) : code(15, 6, negative);
                     break;
                 case 5:  // a NaN code among narrow values
                     c[j] = j == 5 ? code(15, 7, negative)

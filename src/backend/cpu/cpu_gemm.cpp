@@ -193,10 +193,10 @@ void gemm_quant(const IsaOps& ops, const QuantProblem* problems, size_t count, T
         }
     }
     if (units.empty()) return;
-    // act_quant rows against MXFP4 also go to the ISA's integer form where it takes that many.
+    // act_quant rows against MXFP4 also go to the ISA's integer form where its GEMM of that many rows reads one.
     auto fp4_row_of = [&](const Item& item) {
-        return item.ni <= ops.fp4_row_max_rows && !item.p->x && item.p->w.layout == PackedLayout::kFp4R16K8 &&
-               ops.prep_fp4_row;
+        return ops.prep_fp4_row && !item.p->x && item.p->w.layout == PackedLayout::kFp4R16K8 &&
+               ops.fp4_row_bytes(item.p->a.k, item.ni) > 0;
     };
     // fp8 prepared without NaN codes, where the ISA has a bit-placing decode: its activations are also made
     // ready for that decode, once per thread and item like the decode itself.
@@ -235,10 +235,10 @@ void gemm_quant(const IsaOps& ops, const QuantProblem* problems, size_t count, T
                         ops.decode_acts(a.codes + i0 * a.k, a.scales + i0 * kb_count, ni, a.k, s.acts.data(),
                                         s.act_scales.as<float>());
                     if (fp4_row_of(item)) {
-                        const int64_t row_bytes = ops.fp4_row_bytes(a.k);
+                        const int64_t row_bytes = ops.fp4_row_bytes(a.k, ni);
                         s.fp4_row.ensure(static_cast<size_t>(ni * row_bytes));
                         for (int64_t i = 0; i < ni; ++i)
-                            ops.prep_fp4_row(a.codes + (i0 + i) * a.k, a.k, s.fp4_row.data() + i * row_bytes);
+                            ops.prep_fp4_row(a.codes + (i0 + i) * a.k, a.k, ni, s.fp4_row.data() + i * row_bytes);
                     }
                     s.bits_acts_ok = false;
                     if (bits_acts_of(item)) {

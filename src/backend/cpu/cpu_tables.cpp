@@ -17,7 +17,7 @@ const IsaOps& avx2_ops() {
                                avx2::pair_pool, avx2::hc_sinkhorn_rows, avx2::hc_collapse_rows,
                                avx2::hc_expand_rows, avx2::order_keys, avx2::select_entries,
                                avx2::gather_fp8_rows, avx2::fp4_row_bytes, avx2::prep_fp4_row,
-                               avx2::fp8_bits_acts,   1};
+                               avx2::fp8_bits_acts};
     return ops;
 }
 
@@ -31,8 +31,8 @@ const IsaOps& avx512_ops() {
                                avx512::pair_pool, avx512::hc_sinkhorn_rows, avx512::hc_collapse_rows,
                                avx512::hc_expand_rows, avx512::order_keys, avx512::select_entries,
                                avx512::gather_fp8_rows,
-                               // the MXFP4 GEMM reads AVX2's integer rows (gemm_quant_avx512.cpp)
-                               avx2::fp4_row_bytes, avx2::prep_fp4_row, avx512::fp8_bits_acts, kActRowChunk};
+                               // the MXFP4 GEMM reads the planes of AVX2's integer rows (gemm_quant_avx512.cpp)
+                               avx2::plane_row_bytes, avx2::prep_plane_row, avx512::fp8_bits_acts};
     return ops;
 }
 

@@ -17,9 +17,10 @@ namespace deepinfer::backend::cpu {
 inline constexpr int64_t kActRowChunk = 64;
 // How far ahead the read-bandwidth probe (IsaOps::read_stream) requests lines into L2.
 inline constexpr size_t kProbeAheadBytes = 16384;
-// Scratch floats of a quantized GEMM task: a decoded 16-row weight panel (fp32 at most: 16 k), its block
-// scales (16 per 32 columns), accumulators of kActRowChunk rows x 16 lanes, slack. (Dense GEMMs use none.)
-inline int64_t gemm_scratch_floats(int64_t k) { return 16 * k + k / 2 + kActRowChunk * 16 + 256; }
+// Scratch floats of a quantized GEMM task: decoded 16-row weight panels (an fp32 one: 16 k; AVX2's integer
+// MXFP4 GEMM adds an int16 one, 8 k, and a flag per block), the block scales (16 per 32 columns), accumulators
+// of kActRowChunk rows x 16 lanes, slack. (Dense GEMMs use none.)
+inline int64_t gemm_scratch_floats(int64_t k) { return 24 * k + k / 2 + k / 32 + kActRowChunk * 16 + 256; }
 
 // Where a row group lies in packed codes or scales (packing.h). Row groups are stored in pairs (2p, 2p + 1)
 // that share their blocks: block kb of a pair holds the two groups' pieces alternately (codes: 64-byte
@@ -55,7 +56,8 @@ inline constexpr int64_t kPackedChunkBytes = 64;
 //   unit   [kb] fp32: 2^(e - 11) * kFp4RowUnitScale, one unit of the integer block product (the scale is the
 //          AVX2 fp32 decode's: its weights come as value * 2^-25)
 //   exact  [kb] uint8: 1 when the block's integers fit the two planes and it holds no NaN code
-// Rows of a GEMM lie `bytes` apart, a multiple of 64 (the arrays stay aligned in every row).
+// Rows of a GEMM lie `bytes` apart, a multiple of 64 (the arrays stay aligned in every row). (AVX2's GEMM of
+// 5-64 rows reads another form: Fp4PanelRow in x86/avx2/fp4_chunk.h.)
 struct Fp4RowLayout {
     int64_t base, unit, exact, bytes;  // byte offsets of the arrays after the planes, and the row's size
 };
@@ -80,8 +82,8 @@ struct QuantGemmTask {
     float* out_f32 = nullptr;  // when set, fp32 results go here (same indexing as out) instead of bf16
     bool plain_scales = false;  // PackedWeight::plain_scales of the weight
     bool plain_codes = false;   // PackedWeight::plain_codes of the weight
-    // MXFP4 with n <= IsaOps::fp4_row_max_rows, where the ISA has IsaOps::prep_fp4_row: the rows in their integer
-    // form, fp4_row_bytes(k) apart (else null).
+    // MXFP4 where the ISA's GEMM of n rows reads them (IsaOps::fp4_row_bytes): the rows in their integer form,
+    // fp4_row_bytes(k, n) apart (else null).
     const uint8_t* fp4_row = nullptr;
     // fp8 prepared without NaN codes, where the ISA has IsaOps::fp8_bits_acts and it accepted the activations:
     // the activations in the form its bit-placing decode reads, and the weight's subnormal-block flags of the
@@ -180,17 +182,16 @@ struct IsaOps {
     int64_t (*select_entries)(const uint32_t* keys, int64_t n, uint32_t threshold, int64_t ties, int32_t* out);
     void (*gather_fp8_rows)(const uint8_t* codes, const uint8_t* scales, int dim, const int64_t* rows, bf16* out,
                             int64_t r0, int64_t r1);
-    // Optional (AVX2, AVX-512): one act_quant row of k codes in the integer form the table's MXFP4 GEMMs read
-    // (QuantGemmTask::fp4_row), fp4_row_bytes(k) bytes; decode_acts still gives the row's values and scales.
-    int64_t (*fp4_row_bytes)(int64_t k) = nullptr;
-    void (*prep_fp4_row)(const uint8_t* codes, int64_t k, uint8_t* out) = nullptr;
+    // Optional (AVX2, AVX-512): act_quant rows of k codes in the integer form the table's MXFP4 GEMM of n rows
+    // reads (QuantGemmTask::fp4_row): fp4_row_bytes(k, n) bytes a row, 0 when that GEMM reads none; prep_fp4_row
+    // makes one row of it. decode_acts still gives the rows' values and scales.
+    int64_t (*fp4_row_bytes)(int64_t k, int64_t n) = nullptr;
+    void (*prep_fp4_row)(const uint8_t* codes, int64_t k, int64_t n, uint8_t* out) = nullptr;
     // Optional (AVX2, AVX-512): decoded activations [n, k] (decode_acts' e4m3 values when `e4m3`, else bf16 rows taken
     // as they are) in the form the table's fp8 bit-placing decode reads, into out (the same size); false when
     // that decode does not take them (too many rows, or a value outside its range). The driver calls it once
     // per thread and GEMM, like decode_acts, rather than every work unit doing it.
     bool (*fp8_bits_acts)(const void* acts, int64_t n, int64_t k, bool e4m3, void* out) = nullptr;
-    // The most act_quant rows the table's MXFP4 GEMM takes in the integer form (AVX2: the GEMV of one row).
-    int64_t fp4_row_max_rows = 0;
 };
 // The widest hc the SIMD Sinkhorn keeps in registers (the released model has 4).
 inline constexpr int kMaxSimdHc = 8;
@@ -237,8 +238,12 @@ namespace avx512 {
 bool fp8_bits_acts(const void* acts, int64_t n, int64_t k, bool e4m3, void* out);
 }  // namespace avx512
 namespace avx2 {
-int64_t fp4_row_bytes(int64_t k);
-void prep_fp4_row(const uint8_t* codes, int64_t k, uint8_t* out);
+// AVX2's integer MXFP4 rows (the GEMV's planes, Fp4RowLayout, or the panel GEMM's words, Fp4PanelRow), and
+// the planes for every n (the AVX-512 table's rows).
+int64_t fp4_row_bytes(int64_t k, int64_t n);
+void prep_fp4_row(const uint8_t* codes, int64_t k, int64_t n, uint8_t* out);
+int64_t plane_row_bytes(int64_t k, int64_t n);
+void prep_plane_row(const uint8_t* codes, int64_t k, int64_t n, uint8_t* out);
 bool fp8_bits_acts(const void* acts, int64_t n, int64_t k, bool e4m3, void* out);
 }  // namespace avx2
 

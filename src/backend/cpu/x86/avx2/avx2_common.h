@@ -10,6 +10,10 @@
 
 namespace deepinfer::backend::cpu::avx2 {
 
+// Activation rows up to which the quantized GEMMs decode each chunk of codes for every row at once (more rows
+// get the row group decoded into a panel first; gemm_quant_avx2.cpp, gemm_fp4_int_avx2.cpp).
+constexpr int64_t kStreamRows = 4;
+
 inline __m256 from_bf16(__m128i v) { return _mm256_castsi256_ps(_mm256_slli_epi32(_mm256_cvtepu16_epi32(v), 16)); }
 inline __m256 load_bf16(const uint16_t* p) { return from_bf16(_mm_loadu_si128(reinterpret_cast<const __m128i*>(p))); }
 

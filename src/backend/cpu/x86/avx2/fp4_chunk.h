@@ -83,7 +83,27 @@ inline void fp4_scales(const QuantGemmTask& t, int64_t g, int64_t kb, __m256& sw
     sw1 = e8m0_to_ps(s + 8);
 }
 
+// The integer form of an act_quant row that AVX2's panel GEMM of 5-64 rows reads (gemm_fp4_int_avx2.cpp; one row
+// reads the planes of Fp4RowLayout instead), per block kb with integers v (Fp4RowLayout has their definition):
+//   words    [kb][32] int16: v >> shift (the magnitude shifted, the sign kept), in column order
+//   lows     [kb][32] int16: the bits the shift drops (v - (words << shift)), in column order
+//   unit     [kb] fp32: as Fp4RowLayout's
+//   lo_pairs [kb] uint16: bit q set when column 2q or 2q + 1 has low bits
+//   shift    [kb] uint8: the least shift that fits every v in an int16 (0..3), or kChainBlock when the integer
+//            sum might not be the fp32 chain's (12 * sum |v| >= 2^24: a partial sum could round) or the block
+//            holds a NaN code
+// Rows lie `bytes` apart (a multiple of 64).
+struct Fp4PanelRow {
+    int64_t words, lows, unit, lo_pairs, shift, bytes;
+};
+inline constexpr uint8_t kChainBlock = 255;
+inline constexpr Fp4PanelRow fp4_panel_row(int64_t kb_count) {
+    return {0, 64 * kb_count, 128 * kb_count, 132 * kb_count, 134 * kb_count, (135 * kb_count + 63) / 64 * 64};
+}
+
 // The MXFP4 GEMV of one activation row in its integer form (t.n == 1, t.fp4_row set; gemv_fp4_int_avx2.cpp).
 void gemv_fp4_int(const QuantGemmTask& t);
+// The MXFP4 GEMM of several rows in their integer form (t.fp4_row set; gemm_fp4_int_avx2.cpp).
+void gemm_fp4_int(const QuantGemmTask& t);
 
 }  // namespace deepinfer::backend::cpu::avx2

@@ -185,8 +185,6 @@ void panel_tile(const QuantGemmTask& t, const float* panel, const float* sw, int
     for (int r = 0; r < R; ++r) store_rows(t, g, i0 + r, acc + 16 * r);
 }
 
-constexpr int64_t kStreamRows = 4;
-
 template <class Chunk, class Scales>
 void run(const QuantGemmTask& t, const Chunk& chunk, const Scales& scales_of) {
     const int64_t kb_count = t.k / 32;
@@ -277,6 +275,7 @@ void gemm_fp8(const QuantGemmTask& t) {
 
 void gemm_fp4(const QuantGemmTask& t) {
     if (t.n == 1 && t.fp4_row) return gemv_fp4_int(t);
+    if (t.n > kStreamRows && t.fp4_row) return gemm_fp4_int(t);
     run(t, Fp4Chunk{}, [&](int64_t g, int64_t kb, __m256& sw0, __m256& sw1) { fp4_scales(t, g, kb, sw0, sw1); });
 }
 

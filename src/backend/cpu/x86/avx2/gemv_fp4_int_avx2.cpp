@@ -27,29 +27,6 @@ namespace {
 
 // (The row's layout: Fp4RowLayout in isa_ops.h.)
 
-inline int hmin_epu32(__m256i v) {
-    v = _mm256_min_epu32(v, _mm256_permute2x128_si256(v, v, 1));
-    v = _mm256_min_epu32(v, _mm256_shuffle_epi32(v, 0x4e));
-    v = _mm256_min_epu32(v, _mm256_shuffle_epi32(v, 0xb1));
-    return _mm256_cvtsi256_si32(v);
-}
-
-inline int hsum_epi32(__m256i v) {
-    v = _mm256_add_epi32(v, _mm256_permute2x128_si256(v, v, 1));
-    v = _mm256_add_epi32(v, _mm256_shuffle_epi32(v, 0x4e));
-    v = _mm256_add_epi32(v, _mm256_shuffle_epi32(v, 0xb1));
-    return _mm256_cvtsi256_si32(v);
-}
-
-// The low bytes of 8 dwords, in order.
-inline int64_t low_bytes(__m256i v) {
-    const __m256i pick = _mm256_setr_epi8(0, 4, 8, 12, -1, -1, -1, -1, -1, -1, -1, -1, -1, -1, -1, -1, 0, 4, 8, 12,
-                                          -1, -1, -1, -1, -1, -1, -1, -1, -1, -1, -1, -1);
-    const __m256i b =
-        _mm256_permutevar8x32_epi32(_mm256_shuffle_epi8(v, pick), _mm256_setr_epi32(0, 4, 1, 1, 1, 1, 1, 1));
-    return _mm256_extract_epi64(b, 0);
-}
-
 // One row against G groups of a pair (packing.h; G = 1 for a lone last group), the groups taking turns within
 // each block as in the fp32 kernel (stream_rows), so the pair is read as one stream.
 template <int G>
@@ -134,59 +111,6 @@ void gemv_groups(const QuantGemmTask& t, int64_t g0) {
 }
 
 }  // namespace
-
-int64_t fp4_row_bytes(int64_t k) { return fp4_row_layout(k / 32).bytes; }
-
-void prep_fp4_row(const uint8_t* codes, int64_t k, uint8_t* out) {
-    const int64_t kb_count = k / 32;
-    const Fp4RowLayout layout = fp4_row_layout(kb_count);
-    auto* base = reinterpret_cast<int32_t*>(out + layout.base);
-    auto* unit = reinterpret_cast<float*>(out + layout.unit);
-    uint8_t* exact = out + layout.exact;
-    // position p of a chunk's 8 columns <- column order[p]: the packed dwords' column order
-    const __m256i order = _mm256_setr_epi32(0, 4, 1, 5, 2, 6, 3, 7);
-    const __m256i seven = _mm256_set1_epi32(7), eight = _mm256_set1_epi32(8), one = _mm256_set1_epi32(1);
-    const __m256i half = _mm256_set1_epi32(128), nan_code = _mm256_set1_epi32(0x7f), zero = _mm256_setzero_si256();
-    constexpr int kNoExponent = 64;  // above every e4m3 exponent: the minimum of an all-zero block
-    for (int64_t kb = 0; kb < kb_count; ++kb) {
-        __m256i mant[4], expo[4], negative[4], bad = zero;
-        __m256i emin = _mm256_set1_epi32(kNoExponent);
-#pragma GCC unroll 4
-        for (int c = 0; c < 4; ++c) {
-            const __m256i code =
-                _mm256_cvtepu8_epi32(_mm_loadl_epi64(reinterpret_cast<const __m128i*>(codes + 32 * kb + 8 * c)));
-            const __m256i mag = _mm256_and_si256(code, _mm256_set1_epi32(0x7f));
-            const __m256i e = _mm256_srli_epi32(mag, 3), m = _mm256_and_si256(mag, seven);
-            bad = _mm256_or_si256(bad, _mm256_cmpeq_epi32(mag, nan_code));
-            negative[c] = _mm256_cmpgt_epi32(code, _mm256_set1_epi32(0x7f));
-            // e4m3 = M * 2^(E - 10): M = 8 + m and E = e for normal codes, M = m and E = 1 for subnormals
-            mant[c] = _mm256_or_si256(m, _mm256_andnot_si256(_mm256_cmpeq_epi32(e, zero), eight));
-            expo[c] = _mm256_max_epu32(e, one);
-            emin = _mm256_min_epu32(emin, _mm256_blendv_epi8(_mm256_set1_epi32(kNoExponent), expo[c],
-                                                             _mm256_cmpgt_epi32(mant[c], zero)));
-        }
-        // an all-zero block keeps kNoExponent: its integer sum is 0, whatever (finite) unit it gets
-        const int e0 = hmin_epu32(emin);
-        __m256i sum = zero;
-#pragma GCC unroll 4
-        for (int c = 0; c < 4; ++c) {
-            // v = M * 2^(E - e0); a zero code's shift may wrap, which vpsllvd turns into 0 as well
-            __m256i v = _mm256_sllv_epi32(mant[c], _mm256_sub_epi32(expo[c], _mm256_set1_epi32(e0)));
-            v = _mm256_sub_epi32(_mm256_xor_si256(v, negative[c]), negative[c]);
-            v = _mm256_permutevar8x32_epi32(v, order);
-            sum = _mm256_add_epi32(sum, v);
-            // v = 256 * hi + lo with lo the low byte as int8; two planes hold v when hi is an int8 too
-            const __m256i hi = _mm256_srai_epi32(_mm256_add_epi32(v, half), 8);
-            bad = _mm256_or_si256(bad, _mm256_srai_epi32(_mm256_add_epi32(hi, half), 8));
-            const int64_t lo_bytes = low_bytes(v), hi_bytes = low_bytes(hi);
-            std::memcpy(out + 64 * kb + 8 * c, &lo_bytes, 8);
-            std::memcpy(out + 64 * kb + 32 + 8 * c, &hi_bytes, 8);
-        }
-        base[kb] = -tables::kE2M1Bias * hsum_epi32(sum);
-        unit[kb] = std::bit_cast<float>(static_cast<uint32_t>(e0 - 11 + 25 + 127) << 23);
-        exact[kb] = _mm256_testz_si256(bad, bad);
-    }
-}
 
 // Pair by pair, a lone last group on its own.
 void gemv_fp4_int(const QuantGemmTask& t) {

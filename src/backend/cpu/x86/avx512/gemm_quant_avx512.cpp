@@ -293,7 +293,7 @@ template <int R, int G>
     }
 }
 
-// R (<= 4) activation rows in their integer form (AVX2's prep_fp4_row, one row per Fp4RowLayout::bytes) against the G
+// R (<= 4) activation rows in their integer form (AVX2's prep_plane_row, one row per Fp4RowLayout::bytes) against the G
 // groups of one pair: 64 bytes of codes become 128 biased bytes 2 w + 12 by one shift and two vpermb, and meet each
 // row's two int8 planes in four vpdpbusd. One row: 7 vector ops per chunk against the bf16 decode's 11 (3 shifts,
 // 4 vpermw, 4 vdpbf16ps), which on Zen 5 all share the same two pipes; each further row adds 4 vpdpbusd (64

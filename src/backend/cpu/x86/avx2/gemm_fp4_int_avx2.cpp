@@ -1,0 +1,214 @@
+// AVX2 MXFP4 GEMM of 5-64 act_quant rows on integers, bit-identical to the fp32 panel kernel of
+// gemm_quant_avx2.cpp (and so to the scalar reference and to each row alone: row invariance).
+//
+// Why: the fp32 panel kernel spends one FMA per 8 products and runs at the FMA ports' rate (57% of their peak
+// at n = 16 with its panel decode, where ggml's AVX2 build, on int8 activations, was 4-7% faster). Here each row
+// group is decoded once into an L2 panel of int16 pairs (2 w of two adjacent columns) and each activation row's
+// block integers (QuantGemmTask::fp4_row, Fp4PanelRow in fp4_chunk.h) meet it in `vpmaddwd`: 16 products per
+// multiply and one `vpaddd`, which also issues on a third port (Intel) or any of four (AMD).
+//
+// Why the bits do not change (the argument of gemv_fp4_int_avx2.cpp): where 12 * sum |v| < 2^24, every partial
+// sum of the fp32 kernel's FMA chain is an integer multiple of 2^(e - 11) of magnitude below 2^24 of them, so
+// the chain never rounds and its block partial is the exact integer sum times the row's unit. The words hold v
+// when it fits int16; a wider block (its smallest nonzero value 2^12+ times below its largest: 20% of the blocks
+// of SwiGLU-like rows, 2% of Gaussian ones) holds v >> shift with the dropped low bits in a second array, whose
+// few nonzero pairs are added after the shifted sum. Blocks past the bound or with a NaN code run the chain
+// itself, on fp32 columns decoded where some row of the task needs them.
+#include <immintrin.h>
+
+#include <bit>
+#include <cstdint>
+#include <cstring>
+
+#include "backend/cpu/x86/avx2/fp4_chunk.h"
+
+namespace deepinfer::backend::cpu::avx2 {
+namespace {
+
+// Where the scratch holds the decoded row group (after the kActRowChunk x 16 accumulators).
+struct Panels {
+    int16_t* pairs;     // [k / 2][16 rows][2]: 2 w of columns 2p and 2p + 1, rows 0-7 then 8-15 (two ymm)
+    float* columns;     // [k][16]: fp32 columns as Fp4Chunk decodes them (2^25 w), blocks with needs_chain only
+    float* sw;          // [k / 32][16]: the block scales times Fp4Chunk::kValueScale
+    uint8_t* needs_chain;  // [k / 32]: some row of the task is not exact there
+};
+
+Panels panels_of(const QuantGemmTask& t) {
+    float* base = t.scratch + kActRowChunk * 16;
+    Panels p;
+    p.pairs = reinterpret_cast<int16_t*>(base);
+    p.columns = base + 8 * t.k;
+    p.sw = p.columns + 16 * t.k;
+    p.needs_chain = reinterpret_cast<uint8_t*>(p.sw + t.k / 2);
+    return p;
+}
+
+// Row group g into the panels. A 32-byte half chunk (8 rows, dword r = row r's 8 codes: low nibbles columns
+// 0, 4, 1, 5, high nibbles 2, 6, 3, 7; packing.h) becomes 2 w as int8 by two table shuffles; the even bytes of
+// the low-nibble result are columns (0, 1), its odd bytes (4, 5), and of the high-nibble result (2, 3) and
+// (6, 7): sign-extended in place they are four pair vectors.
+void decode_group(const QuantGemmTask& t, const Panels& pn, int64_t g) {
+    const int64_t kb_count = t.k / 32;
+    const PackedGroup pg = packed_group(g, t.groups, kb_count, Fp4Chunk::kBlockBytes, kPackedChunkBytes);
+    const uint8_t* codes = t.codes + pg.offset;
+    const __m256i lut =
+        _mm256_broadcastsi128_si256(_mm_load_si128(reinterpret_cast<const __m128i*>(tables::kE2M1Twice.v)));
+    const __m256i nib = _mm256_set1_epi8(0x0f);
+    const __m256 f = _mm256_set1_ps(Fp4Chunk::kValueScale);
+    const Fp4Chunk chunk;
+    for (int64_t kb = 0; kb < kb_count; ++kb) {
+#pragma GCC unroll 1
+        for (int c = 0; c < Fp4Chunk::kChunks; ++c) {
+            const uint8_t* piece = codes + kb * pg.block_stride + c * pg.piece_stride;
+            int16_t* dst = pn.pairs + (kb * 16 + c * 4) * 32;  // pair (kb * 32 + 8 c) / 2, 32 words a pair
+#pragma GCC unroll 2
+            for (int h = 0; h < 2; ++h) {
+                const __m256i d = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(piece + 32 * h));
+                const __m256i lo = _mm256_shuffle_epi8(lut, _mm256_and_si256(d, nib));
+                const __m256i hi = _mm256_shuffle_epi8(lut, _mm256_and_si256(_mm256_srli_epi32(d, 4), nib));
+                auto store = [&](int q, __m256i v) {
+                    _mm256_store_si256(reinterpret_cast<__m256i*>(dst + 32 * q + 16 * h), v);
+                };
+                store(0, _mm256_srai_epi16(_mm256_slli_epi16(lo, 8), 8));
+                store(1, _mm256_srai_epi16(_mm256_slli_epi16(hi, 8), 8));
+                store(2, _mm256_srai_epi16(lo, 8));
+                store(3, _mm256_srai_epi16(hi, 8));
+            }
+            if (pn.needs_chain[kb])
+                chunk.decode(piece, [&](int j, __m256 col0, __m256 col1) {
+                    float* column = pn.columns + (kb * 32 + c * Fp4Chunk::kCols + j) * 16;
+                    _mm256_store_ps(column, col0);
+                    _mm256_store_ps(column + 8, col1);
+                });
+        }
+        __m256 sw0, sw1;
+        fp4_scales(t, g, kb, sw0, sw1);
+        _mm256_store_ps(pn.sw + kb * 16, _mm256_mul_ps(sw0, f));
+        _mm256_store_ps(pn.sw + kb * 16 + 8, _mm256_mul_ps(sw1, f));
+    }
+}
+
+// The fp32 panel kernel's block partial for one row (gemm_quant_avx2.cpp panel_tile): FMAs in column order.
+__attribute__((noinline)) void chain_block(const float* columns, const float* a, __m256& p0, __m256& p1) {
+    p0 = p1 = _mm256_setzero_ps();
+    for (int j = 0; j < 32; ++j) {
+        const __m256 x = _mm256_broadcast_ss(a + j);
+        p0 = _mm256_fmadd_ps(_mm256_load_ps(columns + 16 * j), x, p0);
+        p1 = _mm256_fmadd_ps(_mm256_load_ps(columns + 16 * j + 8), x, p1);
+    }
+}
+
+// Row r's partial of block kb from its int32 sums (s0: rows 0-7, s1: rows 8-15) over the words.
+inline void finish_row(const uint8_t* row, const Fp4PanelRow& panel, const Panels& pn, const float* a, int64_t kb,
+                       __m256i s0, __m256i s1, __m256& p0, __m256& p1) {
+    const uint8_t shift = row[panel.shift + kb];
+    if (shift == kChainBlock) return chain_block(pn.columns + kb * 32 * 16, a + kb * 32, p0, p1);
+    if (shift != 0) {
+        // v = (words << shift) + lows, the lows in few pairs (the small values of a wide block)
+        const __m128i count = _mm_cvtsi32_si128(shift);
+        s0 = _mm256_sll_epi32(s0, count);
+        s1 = _mm256_sll_epi32(s1, count);
+        uint16_t lo_pairs;
+        std::memcpy(&lo_pairs, row + panel.lo_pairs + 2 * kb, 2);
+        for (uint32_t m = lo_pairs; m != 0; m &= m - 1) {
+            const int q = std::countr_zero(m);
+            int32_t pair;
+            std::memcpy(&pair, row + panel.lows + 64 * kb + 4 * q, 4);
+            const __m256i x = _mm256_set1_epi32(pair);
+            const int16_t* w = pn.pairs + (kb * 16 + q) * 32;
+            s0 = _mm256_add_epi32(s0, _mm256_madd_epi16(_mm256_load_si256(reinterpret_cast<const __m256i*>(w)), x));
+            s1 = _mm256_add_epi32(s1,
+                                  _mm256_madd_epi16(_mm256_load_si256(reinterpret_cast<const __m256i*>(w + 16)), x));
+        }
+    }
+    float unit;
+    std::memcpy(&unit, row + panel.unit + 4 * kb, 4);
+    const __m256 u = _mm256_set1_ps(unit);
+    p0 = _mm256_mul_ps(_mm256_cvtepi32_ps(s0), u);
+    p1 = _mm256_mul_ps(_mm256_cvtepi32_ps(s1), u);
+}
+
+// Rows i0 .. i0 + R - 1 over all of k against the decoded group g: per block, int32 sums in registers (16
+// pairs of columns, two `vpmaddwd` and two `vpaddd` a row and pair), then each row's partial scaled into its
+// accumulators in L1.
+//
+// The first tile of a group also asks for the next group's codes (`next`, else null) into L2, block by block, so
+// decode_group finds them there instead of stalling on memory with no arithmetic to overlap.
+template <int R>
+void tile(const QuantGemmTask& t, const Panels& pn, int64_t g, int64_t i0, const uint8_t* next,
+          const PackedGroup& next_pg) {
+    const int64_t kb_count = t.k / 32;
+    const Fp4PanelRow panel = fp4_panel_row(kb_count);
+    const uint8_t* row0 = t.fp4_row + i0 * panel.bytes;
+    const float* a = static_cast<const float*>(t.acts) + i0 * t.k;
+    float* acc = t.scratch;  // [R][16]
+    for (int e = 0; e < 16 * R; e += 8) _mm256_store_ps(acc + e, _mm256_setzero_ps());
+    for (int64_t kb = 0; kb < kb_count; ++kb) {
+        __m256i s[R][2];
+#pragma GCC unroll 8
+        for (int r = 0; r < R; ++r) s[r][0] = s[r][1] = _mm256_setzero_si256();
+        if (next)
+#pragma GCC unroll 4
+            for (int c = 0; c < Fp4Chunk::kChunks; ++c)
+                _mm_prefetch(reinterpret_cast<const char*>(next + kb * next_pg.block_stride + c * next_pg.piece_stride),
+                             _MM_HINT_T1);
+        const int16_t* pairs = pn.pairs + kb * 16 * 32;
+        const uint8_t* words = row0 + panel.words + 64 * kb;
+#pragma GCC unroll 2
+        for (int q = 0; q < 16; ++q) {
+            const __m256i w0 = _mm256_load_si256(reinterpret_cast<const __m256i*>(pairs + 32 * q));
+            const __m256i w1 = _mm256_load_si256(reinterpret_cast<const __m256i*>(pairs + 32 * q + 16));
+#pragma GCC unroll 8
+            for (int r = 0; r < R; ++r) {
+                int32_t pair;
+                std::memcpy(&pair, words + r * panel.bytes + 4 * q, 4);
+                const __m256i x = _mm256_set1_epi32(pair);
+                s[r][0] = _mm256_add_epi32(s[r][0], _mm256_madd_epi16(w0, x));
+                s[r][1] = _mm256_add_epi32(s[r][1], _mm256_madd_epi16(w1, x));
+            }
+        }
+        const __m256 sw0 = _mm256_load_ps(pn.sw + kb * 16), sw1 = _mm256_load_ps(pn.sw + kb * 16 + 8);
+#pragma GCC unroll 8
+        for (int r = 0; r < R; ++r) {
+            __m256 p0, p1;
+            finish_row(row0 + r * panel.bytes, panel, pn, a + r * t.k, kb, s[r][0], s[r][1], p0, p1);
+            scale_into(acc + 16 * r, p0, p1, sw0, sw1, t.act_scales[(i0 + r) * kb_count + kb]);
+        }
+    }
+#pragma GCC unroll 8
+    for (int r = 0; r < R; ++r) store_rows(t, g, i0 + r, acc + 16 * r);
+}
+
+constexpr int kTileRows = 4;
+
+}  // namespace
+
+void gemm_fp4_int(const QuantGemmTask& t) {
+    const int64_t kb_count = t.k / 32;
+    const Fp4PanelRow panel = fp4_panel_row(kb_count);
+    const Panels pn = panels_of(t);
+    for (int64_t kb = 0; kb < kb_count; ++kb) {
+        bool chain = false;
+        for (int64_t i = 0; i < t.n; ++i) chain |= t.fp4_row[i * panel.bytes + panel.shift + kb] == kChainBlock;
+        pn.needs_chain[kb] = chain;
+    }
+    for (int64_t g = 0; g < t.groups; ++g) {
+        decode_group(t, pn, g);
+        PackedGroup next_pg{};
+        const uint8_t* next = nullptr;
+        if (g + 1 < t.groups) {
+            next_pg = packed_group(g + 1, t.groups, kb_count, Fp4Chunk::kBlockBytes, kPackedChunkBytes);
+            next = t.codes + next_pg.offset;
+        }
+        int64_t i = 0;
+        for (; i + kTileRows <= t.n; i += kTileRows, next = nullptr) tile<kTileRows>(t, pn, g, i, next, next_pg);
+        switch (t.n - i) {
+            case 3: tile<3>(t, pn, g, i, next, next_pg); break;
+            case 2: tile<2>(t, pn, g, i, next, next_pg); break;
+            case 1: tile<1>(t, pn, g, i, next, next_pg); break;
+            default: break;
+        }
+    }
+}
+
+}  // namespace deepinfer::backend::cpu::avx2
