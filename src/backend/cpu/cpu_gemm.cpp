@@ -374,8 +374,10 @@ void gemm_dense(void (*run)(const DenseGemmTask&), const void* x, int64_t n, int
     const int64_t chunk = few ? (units + threads - 1) / threads : chunk_size(units, pool, 1);
     for_chunks(pool, units, chunk, [](int) {}, [&](int64_t g0, int64_t g1, int) {
         const int64_t j0 = g0 * unit_rows, j1 = std::min(rows, g1 * unit_rows);
+        ThreadScratch& s = thread_scratch();
+        s.dense.ensure(static_cast<size_t>(dense_scratch_floats(n, k)) * sizeof(float));
         run(DenseGemmTask{x, n, k, static_cast<const uint8_t*>(w) + j0 * k * w_elem_bytes, j1 - j0,
-                          static_cast<uint8_t*>(out) + j0 * out_elem_bytes, ldo});
+                          static_cast<uint8_t*>(out) + j0 * out_elem_bytes, ldo, s.dense.as<float>()});
     });
 }
 

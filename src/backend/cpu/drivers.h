@@ -51,7 +51,7 @@ void for_chunks(ThreadPool& pool, int64_t n, int64_t chunk, const std::function<
 
 // Per-thread scratch, grown on demand and kept for the thread's lifetime (pool threads are long-lived).
 struct ThreadScratch {
-    AlignedBuffer acts, act_scales, fp4_row, gemm, pack, attn, topk;
+    AlignedBuffer acts, act_scales, fp4_row, gemm, dense, pack, attn, topk;
     AlignedBuffer bits_acts;    // IsaOps::fp8_bits_acts of acts
     bool bits_acts_ok = false;  // ... and whether it accepted them
 };
