@@ -14,6 +14,21 @@ namespace deepinfer::backend::cpu::avx2 {
 // get the row group decoded into a panel first; gemm_quant_avx2.cpp, gemm_fp4_int_avx2.cpp).
 constexpr int64_t kStreamRows = 4;
 
+// The codes of the row group after the one a panel kernel computes (gemm_quant_avx2.cpp, gemm_fp4_int_avx2.cpp),
+// requested into L2 block by block during the group's first tile, so that decoding that group into the panel finds
+// them there instead of stalling on memory with no arithmetic to overlap.
+struct NextGroup {
+    const uint8_t* codes = nullptr;  // null: none (the task's last group, or a later tile)
+    int64_t block_stride = 0, piece_stride = 0;
+    template <int kPieces>
+    inline void prefetch_block(int64_t kb) const {
+        if (!codes) return;
+#pragma GCC unroll 8
+        for (int c = 0; c < kPieces; ++c)
+            _mm_prefetch(reinterpret_cast<const char*>(codes + kb * block_stride + c * piece_stride), _MM_HINT_T1);
+    }
+};
+
 inline __m256 from_bf16(__m128i v) { return _mm256_castsi256_ps(_mm256_slli_epi32(_mm256_cvtepu16_epi32(v), 16)); }
 inline __m256 load_bf16(const uint16_t* p) { return from_bf16(_mm_loadu_si128(reinterpret_cast<const __m128i*>(p))); }
 

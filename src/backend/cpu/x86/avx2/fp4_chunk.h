@@ -101,6 +101,14 @@ inline constexpr Fp4PanelRow fp4_panel_row(int64_t kb_count) {
     return {0, 64 * kb_count, 128 * kb_count, 132 * kb_count, 134 * kb_count, (135 * kb_count + 63) / 64 * 64};
 }
 
+// Where the codes of group g + 1 of the task lie (NextGroup), for chunks of type Chunk; none after the last.
+template <class Chunk>
+inline NextGroup next_group(const QuantGemmTask& t, int64_t g) {
+    if (g + 1 >= t.groups) return {};
+    const PackedGroup pg = packed_group(g + 1, t.groups, t.k / 32, Chunk::kBlockBytes, kPackedChunkBytes);
+    return {t.codes + pg.offset, pg.block_stride, pg.piece_stride};
+}
+
 // The MXFP4 GEMV of one activation row in its integer form (t.n == 1, t.fp4_row set; gemv_fp4_int_avx2.cpp).
 void gemv_fp4_int(const QuantGemmTask& t);
 // The MXFP4 GEMM of several rows in their integer form (t.fp4_row set; gemm_fp4_int_avx2.cpp).

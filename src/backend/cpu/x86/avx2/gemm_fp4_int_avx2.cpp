@@ -131,12 +131,9 @@ inline void finish_row(const uint8_t* row, const Fp4PanelRow& panel, const Panel
 // Rows i0 .. i0 + R - 1 over all of k against the decoded group g: per block, int32 sums in registers (16
 // pairs of columns, two `vpmaddwd` and two `vpaddd` a row and pair), then each row's partial scaled into its
 // accumulators in L1.
-//
-// The first tile of a group also asks for the next group's codes (`next`, else null) into L2, block by block, so
-// decode_group finds them there instead of stalling on memory with no arithmetic to overlap.
+// The first tile of a group also asks for the next group's codes into L2 (NextGroup).
 template <int R>
-void tile(const QuantGemmTask& t, const Panels& pn, int64_t g, int64_t i0, const uint8_t* next,
-          const PackedGroup& next_pg) {
+void tile(const QuantGemmTask& t, const Panels& pn, int64_t g, int64_t i0, const NextGroup& next) {
     const int64_t kb_count = t.k / 32;
     const Fp4PanelRow panel = fp4_panel_row(kb_count);
     const uint8_t* row0 = t.fp4_row + i0 * panel.bytes;
@@ -147,11 +144,7 @@ void tile(const QuantGemmTask& t, const Panels& pn, int64_t g, int64_t i0, const
         __m256i s[R][2];
 #pragma GCC unroll 8
         for (int r = 0; r < R; ++r) s[r][0] = s[r][1] = _mm256_setzero_si256();
-        if (next)
-#pragma GCC unroll 4
-            for (int c = 0; c < Fp4Chunk::kChunks; ++c)
-                _mm_prefetch(reinterpret_cast<const char*>(next + kb * next_pg.block_stride + c * next_pg.piece_stride),
-                             _MM_HINT_T1);
+        next.prefetch_block<Fp4Chunk::kChunks>(kb);
         const int16_t* pairs = pn.pairs + kb * 16 * 32;
         const uint8_t* words = row0 + panel.words + 64 * kb;
 #pragma GCC unroll 2
@@ -194,18 +187,13 @@ void gemm_fp4_int(const QuantGemmTask& t) {
     }
     for (int64_t g = 0; g < t.groups; ++g) {
         decode_group(t, pn, g);
-        PackedGroup next_pg{};
-        const uint8_t* next = nullptr;
-        if (g + 1 < t.groups) {
-            next_pg = packed_group(g + 1, t.groups, kb_count, Fp4Chunk::kBlockBytes, kPackedChunkBytes);
-            next = t.codes + next_pg.offset;
-        }
+        NextGroup next = next_group<Fp4Chunk>(t, g);
         int64_t i = 0;
-        for (; i + kTileRows <= t.n; i += kTileRows, next = nullptr) tile<kTileRows>(t, pn, g, i, next, next_pg);
+        for (; i + kTileRows <= t.n; i += kTileRows, next = NextGroup{}) tile<kTileRows>(t, pn, g, i, next);
         switch (t.n - i) {
-            case 3: tile<3>(t, pn, g, i, next, next_pg); break;
-            case 2: tile<2>(t, pn, g, i, next, next_pg); break;
-            case 1: tile<1>(t, pn, g, i, next, next_pg); break;
+            case 3: tile<3>(t, pn, g, i, next); break;
+            case 2: tile<2>(t, pn, g, i, next); break;
+            case 1: tile<1>(t, pn, g, i, next); break;
             default: break;
         }
     }

@@ -156,14 +156,17 @@ void stream_all(const QuantGemmTask& t, const Chunk& chunk, const Scales& scales
 }
 
 // Many activation rows: the row group is decoded once into an L2 panel [k][16] (fp32) with its scales,
-// then tiles of R rows run over all of k (partials in registers, accumulators in L1).
-template <int R>
-void panel_tile(const QuantGemmTask& t, const float* panel, const float* sw, int64_t g, int64_t i0) {
+// then tiles of R rows run over all of k (partials in registers, accumulators in L1); the first tile asks for the
+// next group's codes (NextGroup).
+template <int R, int kPieces>
+void panel_tile(const QuantGemmTask& t, const float* panel, const float* sw, int64_t g, int64_t i0,
+                const NextGroup& next) {
     const int64_t kb_count = t.k / 32;
     const float* a = static_cast<const float*>(t.acts) + i0 * t.k;
     float* acc = t.scratch;
     for (int e = 0; e < 16 * R; e += 8) _mm256_store_ps(acc + e, _mm256_setzero_ps());
     for (int64_t kb = 0; kb < kb_count; ++kb) {
+        next.prefetch_block<kPieces>(kb);
         __m256 p[R][2];
 #pragma GCC unroll 16
         for (int r = 0; r < R; ++r) p[r][0] = p[r][1] = _mm256_setzero_ps();
@@ -218,14 +221,16 @@ void run(const QuantGemmTask& t, const Chunk& chunk, const Scales& scales_of) {
             _mm256_store_ps(sw + kb * 16, _mm256_mul_ps(sw0, f));
             _mm256_store_ps(sw + kb * 16 + 8, _mm256_mul_ps(sw1, f));
         }
+        constexpr int kPieces = Chunk::kChunks;
+        NextGroup next = next_group<Chunk>(t, g);
         int64_t i = 0;
-        for (; i + 6 <= t.n; i += 6) panel_tile<6>(t, panel, sw, g, i);
+        for (; i + 6 <= t.n; i += 6, next = NextGroup{}) panel_tile<6, kPieces>(t, panel, sw, g, i, next);
         switch (t.n - i) {
-            case 5: panel_tile<5>(t, panel, sw, g, i); break;
-            case 4: panel_tile<4>(t, panel, sw, g, i); break;
-            case 3: panel_tile<3>(t, panel, sw, g, i); break;
-            case 2: panel_tile<2>(t, panel, sw, g, i); break;
-            case 1: panel_tile<1>(t, panel, sw, g, i); break;
+            case 5: panel_tile<5, kPieces>(t, panel, sw, g, i, next); break;
+            case 4: panel_tile<4, kPieces>(t, panel, sw, g, i, next); break;
+            case 3: panel_tile<3, kPieces>(t, panel, sw, g, i, next); break;
+            case 2: panel_tile<2, kPieces>(t, panel, sw, g, i, next); break;
+            case 1: panel_tile<1, kPieces>(t, panel, sw, g, i, next); break;
             default: break;
         }
     }
