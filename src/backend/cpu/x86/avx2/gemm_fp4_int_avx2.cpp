@@ -30,7 +30,7 @@ struct Panels {
     int16_t* pairs;     // [k / 2][16 rows][2]: 2 w of columns 2p and 2p + 1, rows 0-7 then 8-15 (two ymm)
     float* columns;     // [k][16]: fp32 columns as Fp4Chunk decodes them (2^25 w), blocks with needs_chain only
     float* sw;          // [k / 32][16]: the block scales times Fp4Chunk::kValueScale
-    uint8_t* needs_chain;  // [k / 32]: some row of the task is not exact there
+    uint8_t* needs_chain;  // [k / 32]: some row of the task runs the fp32 chain there (kChainBlock)
 };
 
 Panels panels_of(const QuantGemmTask& t) {
@@ -172,6 +172,7 @@ void tile(const QuantGemmTask& t, const Panels& pn, int64_t g, int64_t i0, const
     for (int r = 0; r < R; ++r) store_rows(t, g, i0 + r, acc + 16 * r);
 }
 
+// Tiles of 4 rows: with 6 (the fp32 panel's) GCC spilled half the 12 accumulators, 5 did little better.
 constexpr int kTileRows = 4;
 
 }  // namespace
