@@ -19,7 +19,7 @@ inline constexpr int64_t kActRowChunk = 64;
 inline constexpr size_t kProbeAheadBytes = 16384;
 // Scratch floats of a quantized GEMM task: decoded 16-row weight panels (an fp32 one: 16 k; AVX2's integer
 // MXFP4 GEMM adds an int16 one, 8 k, and a flag per block), the block scales (16 per 32 columns), accumulators
-// of kActRowChunk rows x 16 lanes, slack. (Dense GEMMs use none.)
+// of kActRowChunk rows x 16 lanes, slack. (Dense GEMMs have their own: dense_scratch_floats.)
 inline int64_t gemm_scratch_floats(int64_t k) { return 24 * k + k / 2 + k / 32 + kActRowChunk * 16 + 256; }
 
 // Where a row group lies in packed codes or scales (packing.h). Row groups are stored in pairs (2p, 2p + 1)
@@ -100,7 +100,7 @@ struct DenseGemmTask {
     int64_t rows;
     void* out;  // bf16 or fp32, row stride ldo
     int64_t ldo;
-    float* scratch = nullptr;  // dense_scratch_floats(n, k), 64-byte aligned
+    float* scratch = nullptr;  // dense_scratch_floats(n, k) for bf16 weights, 64-byte aligned
 };
 // Activation rows from which AVX2's dense GEMMs take their blocked path, and the scratch floats a dense GEMM task
 // of n rows needs: there, a block of 16 weight rows and 64 activation rows as fp32.
