@@ -284,9 +284,23 @@ void gemm_fp4(const QuantGemmTask& t) {
     run(t, Fp4Chunk{}, [&](int64_t g, int64_t kb, __m256& sw0, __m256& sw1) { fp4_scales(t, g, kb, sw0, sw1); });
 }
 
+// e4m3 codes to fp32 through the F16C converter: the code's 7 magnitude bits moved to fp16 bits 13..7 make the
+// fp16 of value * 2^-8 (subnormal codes included), times 256 exactly; codes 0x7f / 0xff become the fp16 quiet
+// NaN with their sign, so the fp32 NaN of the table (tables::kE4M3) as well.
 void decode_acts(const uint8_t* codes, const uint8_t* scales, int64_t n, int64_t k, void* values, float* act_scales) {
     auto* out = static_cast<float*>(values);
-    for (int64_t i = 0; i < n * k; ++i) out[i] = tables::kE4M3.v[codes[i]];
+    const int64_t total = n * k;
+    const __m128i magnitude = _mm_set1_epi16(0x7f), sign = _mm_set1_epi16(0x80), quiet_nan = _mm_set1_epi16(0x7e00);
+    const __m256 scale = _mm256_set1_ps(256.0f);
+    int64_t i = 0;
+    for (; i + 8 <= total; i += 8) {
+        const __m128i c = _mm_cvtepu8_epi16(_mm_loadl_epi64(reinterpret_cast<const __m128i*>(codes + i)));
+        const __m128i m = _mm_and_si128(c, magnitude), s = _mm_slli_epi16(_mm_and_si128(c, sign), 8);
+        const __m128i h = _mm_blendv_epi8(_mm_or_si128(s, _mm_slli_epi16(m, 7)), _mm_or_si128(s, quiet_nan),
+                                          _mm_cmpeq_epi16(m, magnitude));
+        _mm256_storeu_ps(out + i, _mm256_mul_ps(_mm256_cvtph_ps(h), scale));
+    }
+    for (; i < total; ++i) out[i] = tables::kE4M3.v[codes[i]];
     for (int64_t j = 0; j < n * (k / 32); ++j) act_scales[j] = e8m0_to_float(scales[j]);
 }
 
