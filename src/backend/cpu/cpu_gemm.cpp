@@ -375,8 +375,7 @@ void gemm_dense(void (*run)(const DenseGemmTask&), const void* x, int64_t n, int
     for_chunks(pool, units, chunk, [](int) {}, [&](int64_t g0, int64_t g1, int) {
         const int64_t j0 = g0 * unit_rows, j1 = std::min(rows, g1 * unit_rows);
         ThreadScratch& s = thread_scratch();
-        // (fp32 weights, the mHC mixes' gemm_f32, take none)
-        if (w_elem_bytes == 2) s.dense.ensure(static_cast<size_t>(dense_scratch_floats(n, k)) * sizeof(float));
+        s.dense.ensure(static_cast<size_t>(dense_scratch_floats(n, k, w_elem_bytes)) * sizeof(float));
         run(DenseGemmTask{x, n, k, static_cast<const uint8_t*>(w) + j0 * k * w_elem_bytes, j1 - j0,
                           static_cast<uint8_t*>(out) + j0 * out_elem_bytes, ldo, s.dense.as<float>()});
     });

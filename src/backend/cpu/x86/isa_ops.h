@@ -100,12 +100,15 @@ struct DenseGemmTask {
     int64_t rows;
     void* out;  // bf16 or fp32, row stride ldo
     int64_t ldo;
-    float* scratch = nullptr;  // dense_scratch_floats(n, k) for bf16 weights, 64-byte aligned
+    float* scratch = nullptr;  // dense_scratch_floats(n, k, weight bytes), 64-byte aligned
 };
 // Activation rows from which AVX2's dense GEMMs take their blocked path, and the scratch floats a dense GEMM task
-// of n rows needs: there, a block of 16 weight rows and 64 activation rows as fp32.
+// of n rows and w_bytes-wide weights needs: for bf16 weights there, a block of 16 weight rows and 64 activation
+// rows as fp32 (fp32 weights, gemm_f32, take none).
 inline constexpr int64_t kDenseBlockedMinRows = 16;
-inline int64_t dense_scratch_floats(int64_t n, int64_t k) { return n < kDenseBlockedMinRows ? 0 : 80 * k; }
+inline int64_t dense_scratch_floats(int64_t n, int64_t k, int64_t w_bytes) {
+    return n < kDenseBlockedMinRows || w_bytes != 2 ? 0 : 80 * k;
+}
 
 // Sparse sink attention (spec §4.7) of query rows [i0, i1) and heads [h0, h1); see Kernels::sparse_attn.
 struct SparseAttnTask {

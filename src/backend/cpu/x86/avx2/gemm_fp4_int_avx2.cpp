@@ -44,16 +44,13 @@ Panels panels_of(const QuantGemmTask& t) {
 }
 
 // Row group g into the panels. A 32-byte half chunk (8 rows, dword r = row r's 8 codes: low nibbles columns
-// 0, 4, 1, 5, high nibbles 2, 6, 3, 7; packing.h) becomes 2 w as int8 by two table shuffles; the even bytes of
+// 0, 4, 1, 5, high nibbles 2, 6, 3, 7; packing.h) becomes 2 w as int8 (Fp4Chunk::to_int8); the even bytes of
 // the low-nibble result are columns (0, 1), its odd bytes (4, 5), and of the high-nibble result (2, 3) and
 // (6, 7): sign-extended in place they are four pair vectors.
 void decode_group(const QuantGemmTask& t, const Panels& pn, int64_t g) {
     const int64_t kb_count = t.k / 32;
     const PackedGroup pg = packed_group(g, t.groups, kb_count, Fp4Chunk::kBlockBytes, kPackedChunkBytes);
     const uint8_t* codes = t.codes + pg.offset;
-    const __m256i lut =
-        _mm256_broadcastsi128_si256(_mm_load_si128(reinterpret_cast<const __m128i*>(tables::kE2M1Twice.v)));
-    const __m256i nib = _mm256_set1_epi8(0x0f);
     const __m256 f = _mm256_set1_ps(Fp4Chunk::kValueScale);
     const Fp4Chunk chunk;
     for (int64_t kb = 0; kb < kb_count; ++kb) {
@@ -63,9 +60,8 @@ void decode_group(const QuantGemmTask& t, const Panels& pn, int64_t g) {
             int16_t* dst = pn.pairs + (kb * 16 + c * 4) * 32;  // pair (kb * 32 + 8 c) / 2, 32 words a pair
 #pragma GCC unroll 2
             for (int h = 0; h < 2; ++h) {
-                const __m256i d = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(piece + 32 * h));
-                const __m256i lo = _mm256_shuffle_epi8(lut, _mm256_and_si256(d, nib));
-                const __m256i hi = _mm256_shuffle_epi8(lut, _mm256_and_si256(_mm256_srli_epi32(d, 4), nib));
+                __m256i lo, hi;
+                Fp4Chunk::to_int8(piece + 32 * h, lo, hi);
                 auto store = [&](int q, __m256i v) {
                     _mm256_store_si256(reinterpret_cast<__m256i*>(dst + 32 * q + 16 * h), v);
                 };
