@@ -3,6 +3,7 @@
 #include "core/thread_pool.h"
 
 #include <algorithm>
+#include <chrono>
 #include <memory>
 
 #include "core/env.h"
@@ -11,8 +12,13 @@ namespace deepinfer {
 
 namespace {
 
-// About 50-100 us of polling before a thread blocks (a pause is ~40-140 cycles, CPU dependent).
-constexpr int kSpinIterations = 2000;
+// How long an idle thread keeps polling before it blocks. Blocking is expensive on a VM: a wake-up through the
+// kernel took 25-55 us on a 2-vCPU KVM guest (docs/PERFORMANCE.md, "Thread wake-ups"), while a decode step
+// calls into the pool every few tens of microseconds with serial work (norms, Sinkhorn, routing) in between.
+// The first polls pause; after those the thread yields between polls, so that another runnable thread or
+// process gets the core, and a vCPU with nothing else to run stays awake instead of halting.
+constexpr int kPauseIterations = 2000;
+constexpr std::chrono::microseconds kPollWindow{1000};
 
 inline void cpu_relax() {
 #if defined(__x86_64__) || defined(__i386__)
@@ -20,6 +26,21 @@ inline void cpu_relax() {
 #else
     std::this_thread::yield();
 #endif
+}
+
+// Poll `ready` for up to kPollWindow; true when it became true.
+template <class Ready>
+bool poll_until(const Ready& ready) {
+    for (int i = 0; i < kPauseIterations; ++i) {
+        if (ready()) return true;
+        cpu_relax();
+    }
+    const auto deadline = std::chrono::steady_clock::now() + kPollWindow;
+    while (std::chrono::steady_clock::now() < deadline) {
+        if (ready()) return true;
+        std::this_thread::yield();
+    }
+    return ready();
 }
 
 }  // namespace
@@ -42,12 +63,7 @@ ThreadPool::~ThreadPool() {
 void ThreadPool::worker_loop(int index) {
     uint64_t seen = 0;
     while (true) {
-        bool ready = false;
-        for (int i = 0; i < kSpinIterations && !ready; ++i) {
-            ready = stop_.load() || generation_.load() != seen;
-            if (!ready) cpu_relax();
-        }
-        if (!ready) {
+        if (!poll_until([&] { return stop_.load() || generation_.load() != seen; })) {
             std::unique_lock<std::mutex> lock(mutex_);
             ++sleepers_;
             wake_.wait(lock, [&] { return stop_.load() || generation_.load() != seen; });
@@ -77,12 +93,7 @@ void ThreadPool::run_on_all(const std::function<void(int)>& fn) {
         wake_.notify_all();
     }
     fn(0);
-    bool done = false;
-    for (int i = 0; i < kSpinIterations && !done; ++i) {
-        done = pending_.load() == 0;
-        if (!done) cpu_relax();
-    }
-    if (!done) {
+    if (!poll_until([&] { return pending_.load() == 0; })) {
         std::unique_lock<std::mutex> lock(mutex_);
         caller_sleeping_ = true;
         done_.wait(lock, [&] { return pending_.load() == 0; });

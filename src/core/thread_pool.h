@@ -1,9 +1,10 @@
 // A fixed pool of worker threads for data-parallel loops (kernels, per-sequence attention).
 // parallel_for splits [0, n) into contiguous chunks, one per participating thread; the caller
 // participates, so a pool of size 1 runs everything inline.
-// Waiting is hybrid: workers (and the caller, for completion) spin for a short window before blocking on a
-// condition variable. A decode step issues a kernel call every few tens of microseconds; a wake-up through
-// the kernel costs ~15 us on a loaded VM, a spinning worker picks the next call up at once.
+// Waiting is hybrid: workers (and the caller, for completion) poll for about a millisecond (pausing, then
+// yielding the core between polls) before blocking on a condition variable. A decode step issues a kernel
+// call every few tens of microseconds; a wake-up through the kernel costs 25-55 us on a VM, a polling worker
+// picks the next call up at once.
 #pragma once
 
 #include <atomic>
