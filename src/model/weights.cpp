@@ -223,7 +223,19 @@ void prepare_for_kernels(ModelWeights& w) {
         m.prepared = p.get();
         w.packed.push_back(std::move(p));
     };
+    // The mHC mixes' fp32 weights (2 MB each released) are read in place by every table; copied into the arena
+    // they stream through huge pages like the packed weights (in the mapped checkpoint, 4 KB pages: 0.44 of
+    // the bandwidth in a decode step, docs/PERFORMANCE.md).
+    auto f32 = [&](F32Matrix& m) {
+        if (!m.data) return;
+        const size_t bytes = static_cast<size_t>(m.rows * m.cols) * sizeof(float);
+        auto* copy = reinterpret_cast<float*>(w.packed_arena.allocate(bytes));
+        std::memcpy(copy, m.data, bytes);
+        m.data = copy;
+    };
     for (BlockWeights& b : w.blocks) {
+        f32(b.hc_attn_fn);
+        f32(b.hc_ffn_fn);
         for (Fp8Matrix* m : {&b.wq_a, &b.wq_b, &b.wkv, &b.wo_b, &b.indexer_wq_b, &b.shared_w1, &b.shared_w2,
                              &b.shared_w3, &b.engram_wkv, &b.main_proj})
             fp8(*m);
