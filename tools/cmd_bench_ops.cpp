@@ -488,7 +488,7 @@ int run_bench(const Options& o) {
         "machine: {} threads, kernels {}, load average {:.1f} -> {:.1f}; read {:.1f} GB/s, fp32 FMA {:.0f} GFLOP/s, "
         "{} {:.0f} GFLOP/s (medians of the measurements around the cases; ranges {:.1f}-{:.1f} GB/s, "
         "{:.0f}-{:.0f} GFLOP/s)\n",
-        pool.size(), isa_name(kernels.isa), load_start, load_end, m.read_gbps, m.fp32_gflops,
+        pool.size(), kernel_set_name(kernels.isa), load_start, load_end, m.read_gbps, m.fp32_gflops,
         isa == Isa::kAvx512 ? "bf16 dot" : "fp32 FMA (no bf16 dot)", m.bf16_gflops,
         *std::min_element(all_bw.begin(), all_bw.end()), *std::max_element(all_bw.begin(), all_bw.end()),
         *std::min_element(all_bf16.begin(), all_bf16.end()), *std::max_element(all_bf16.begin(), all_bf16.end()));
@@ -570,7 +570,7 @@ int run_bench(const Options& o) {
         std::string j = fmt::format(
             "{{\n  \"isa\": \"{}\", \"threads\": {}, \"load_average\": [{:.2f}, {:.2f}], \"read_gbps\": {:.3f}, "
             "\"fp32_gflops\": {:.3f}, \"bf16_gflops\": {:.3f},\n  \"results\": [\n",
-            isa_name(kernels.isa), pool.size(), load_start, load_end, m.read_gbps, m.fp32_gflops, m.bf16_gflops);
+            kernel_set_name(kernels.isa), pool.size(), load_start, load_end, m.read_gbps, m.fp32_gflops, m.bf16_gflops);
         for (size_t i = 0; i < results.size(); ++i) {
             const Result& r = results[i];
             j += fmt::format(
@@ -635,10 +635,10 @@ int run_in_cache(const Options& o) {
     if (peak_isa == Isa::kAvx512)
         fmt::print(
             "in-cache, 1 thread, kernels {}: peak fp32 FMA {:.0f} GFLOP/s, bf16 dot {:.0f} GFLOP/s (thread CPU time)\n",
-            isa_name(k.isa), fp32, dot);
+            kernel_set_name(k.isa), fp32, dot);
     else
-        fmt::print("in-cache, 1 thread, kernels {}: peak fp32 FMA {:.0f} GFLOP/s (thread CPU time)\n", isa_name(k.isa),
-                   fp32);
+        fmt::print("in-cache, 1 thread, kernels {}: peak fp32 FMA {:.0f} GFLOP/s (thread CPU time)\n",
+                   kernel_set_name(k.isa), fp32);
     const int64_t rows = 256, max_n = *std::max_element(o.rows.begin(), o.rows.end());
     fmt::print("{:<15} {:>10} {:>3} {:>10} {:>9} {:>6}\n", "kernel", "shape", "n", "GB/s/core", "GFLOP/s", "%peak");
     for (int kind = 0; kind < 5; ++kind) {

@@ -2,6 +2,8 @@
 #include "core/cpu_features.h"
 
 #include <cpuid.h>
+#include <sys/syscall.h>
+#include <unistd.h>
 
 #include <algorithm>
 
@@ -43,6 +45,8 @@ CpuFeatures detect() {
         f.avx512_bf16 = zmm_ok && (eax1 & (1u << 5));
         f.avx_vnni = ymm_ok && (eax1 & (1u << 4));
     }
+    // AMX-TILE (edx bit 24) and AMX-BF16 (bit 22), the tile configuration and data state enabled (XCR0 17, 18)
+    f.amx_bf16 = (xcr0 & 0x60000) == 0x60000 && (edx & (1u << 24)) && (edx & (1u << 22));
     if (!f.fma) f.avx2 = false;
     unsigned vendor[3];
     if (__get_cpuid(0, &eax, &vendor[0], &vendor[2], &vendor[1])) {
@@ -68,6 +72,27 @@ bool zmm_half_rate() {
         return cpu_features().zmm_half_rate;
     }();
     return half;
+}
+
+bool amx_enabled() {
+    static const bool enabled = [] {
+        const std::string forced = env::forced_amx();
+        if (forced == "off") return false;
+        if (!forced.empty() && forced != "on") log::warn("DEEPINFER_AMX={} is not one of on|off; ignored", forced);
+        if (!cpu_features().amx_bf16 || !cpu_features().avx512_bf16) {
+            if (forced == "on") log::warn("DEEPINFER_AMX=on: this CPU has no AMX-BF16; not used");
+            return false;
+        }
+        // Linux hands out the tile data state only on request (ARCH_REQ_XCOMP_PERM for XFEATURE_XTILEDATA),
+        // once per process; a thread using tiles without it is killed.
+        constexpr long kArchReqXcompPerm = 0x1023, kXfeatureXtiledata = 18;
+        if (syscall(SYS_arch_prctl, kArchReqXcompPerm, kXfeatureXtiledata) != 0) {
+            log::warn("AMX: the kernel refused the tile data permission; the fp8 GEMM runs without AMX");
+            return false;
+        }
+        return true;
+    }();
+    return enabled;
 }
 
 Isa best_isa() {
@@ -103,6 +128,12 @@ std::string_view isa_name(Isa isa) {
         case Isa::kAvx512: return "avx512";
     }
     return "?";
+}
+
+std::string kernel_set_name(Isa isa) {
+    std::string name(isa_name(isa));
+    if (isa == Isa::kAvx512 && amx_enabled()) name += "+amx";
+    return name;
 }
 
 bool parse_isa(std::string_view name, Isa* out) {

@@ -1,6 +1,7 @@
 // x86 ISA detection by cpuid/xgetbv, and the kernel set chosen from it (or forced by DEEPINFER_ISA).
 #pragma once
 
+#include <string>
 #include <string_view>
 
 namespace deepinfer {
@@ -17,16 +18,24 @@ struct CpuFeatures {
     // the CPUs the AVX-512 kernel table takes (bf16 and vbmi) only Zen 4 has it, so it also selects the plans
     // measured there (the fp8 GEMV's software prefetch).
     bool zmm_half_rate = false;
+    // AMX tiles with bf16 dot products (Intel from Sapphire Rapids on), with the OS saving tile state (XCR0).
+    bool amx_bf16 = false;
 };
 
 const CpuFeatures& cpu_features();
 // cpu_features().zmm_half_rate unless DEEPINFER_ZMM_RATE (half|full) says otherwise.
 bool zmm_half_rate();
+// Whether the AVX-512 table's fp8 GEMM runs on AMX tiles: cpu_features().amx_bf16, the kernel's permission to
+// use tile data granted (arch_prctl, asked once here), and DEEPINFER_AMX not off. One answer for the whole process,
+// as the kernel must serve every row count (row invariance, docs/numerics.md).
+bool amx_enabled();
 // Best ISA this machine supports: avx512 needs f/bw/vl/dq (bf16 and vnni are used when present).
 Isa best_isa();
 // The ISA kernels use: DEEPINFER_ISA if set (capped at best_isa()), else best_isa().
 Isa active_isa();
 std::string_view isa_name(Isa isa);
+// The kernel set as reports name it: isa_name, plus "+amx" for the AVX-512 table where amx_enabled().
+std::string kernel_set_name(Isa isa);
 bool parse_isa(std::string_view name, Isa* out);
 
 }  // namespace deepinfer

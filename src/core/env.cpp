@@ -22,6 +22,7 @@ std::string log_level() { return get("DEEPINFER_LOG_LEVEL"); }
 std::string forced_isa() { return get("DEEPINFER_ISA"); }
 
 std::string forced_zmm_rate() { return get("DEEPINFER_ZMM_RATE"); }
+std::string forced_amx() { return get("DEEPINFER_AMX"); }
 
 int default_threads() {
     std::string value = get("DEEPINFER_THREADS");

@@ -14,6 +14,9 @@ std::string forced_isa();
 // DEEPINFER_ZMM_RATE (half|full): take 512-bit vector ops as run at half rate (two 256-bit halves, as on Zen 4)
 // or at full rate, whatever the CPU is (tests, benchmarks); empty when unset.
 std::string forced_zmm_rate();
+// DEEPINFER_AMX (on|off): off keeps the AVX-512 table's fp8 GEMM off AMX tiles on a CPU that has them (tests,
+// benchmarks); empty when unset.
+std::string forced_amx();
 // DEEPINFER_THREADS: default thread count when --threads is not given; 0 when unset.
 int default_threads();
 // DEEPINFER_TOKENIZER_DIR: directory with a tokenizer.json to use for real-vocabulary tiny checkpoints.

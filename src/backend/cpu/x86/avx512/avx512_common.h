@@ -7,6 +7,7 @@
 #include <cstdint>
 
 #include "backend/cpu/x86/x86_tables.h"
+#include "core/numeric.h"
 
 namespace deepinfer::backend::cpu::avx512 {
 
@@ -21,6 +22,10 @@ inline __m256i to_bf16(__m512 v) {
     r = _mm512_mask_mov_epi32(r, nan, _mm512_or_si512(_mm512_srli_epi32(u, 16), _mm512_set1_epi32(0x40)));
     return _mm512_cvtepi32_epi16(r);
 }
+
+// A row of 16 output lanes (mask: the valid ones), rounded to bf16 or as fp32.
+inline void store_row(bf16* out, __mmask16 mask, __m512 v) { _mm256_mask_storeu_epi16(out, mask, to_bf16(v)); }
+inline void store_row(float* out, __mmask16 mask, __m512 v) { _mm512_mask_storeu_ps(out, mask, v); }
 
 // bf16 -> fp32 (exact).
 inline __m512 from_bf16(__m256i v) { return _mm512_castsi512_ps(_mm512_slli_epi32(_mm512_cvtepu16_epi32(v), 16)); }

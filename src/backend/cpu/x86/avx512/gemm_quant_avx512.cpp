@@ -11,49 +11,11 @@
 #include <utility>
 
 #include "backend/cpu/x86/avx512/avx512_common.h"
+#include "backend/cpu/x86/avx512/fp8_decode.h"
 #include "backend/cpu/x86/isa_ops.h"
 
 namespace deepinfer::backend::cpu::avx512 {
 namespace {
-
-// Software prefetch distances of a weight stream, bytes ahead of the chunk being decoded (0: none).
-struct Prefetch {
-    int64_t l1, l2;
-};
-
-// The prefetches take the chunk's decoded or loaded vector `after` as an input they do not read: that keeps each
-// one beside its chunk, as the kernels issue them. Without it GCC hoisted a block's eight prefetches into one burst
-// at the block's start, and on an Intel Xeon (AVX-512 with AMX, 2-vCPU VM, ~16 GB/s per core) fp8 n = 1 read
-// 71-73% of the bandwidth against 83-98% one per chunk (stream_rows' notes).
-template <Prefetch kAhead>
-inline void prefetch_ahead(const uint8_t* chunk, __m512i after) {
-    if constexpr (kAhead.l1 > 0) __asm__ volatile("prefetcht0 %0" : : "m"(chunk[kAhead.l1]), "v"(after));
-    if constexpr (kAhead.l2 > 0) __asm__ volatile("prefetcht1 %0" : : "m"(chunk[kAhead.l2]), "v"(after));
-}
-
-// Decoders of one 64-byte chunk into kVectors registers: vector q holds, in dword lane r, the bf16 pair
-// of columns (2 t, 2 t + 1) of row r with t = kVectors * chunk + q (packing.h).
-// Each decoder carries the software prefetch plan of its stream, by activation row count (see below).
-// fp8 weights are decoded one of two ways, chosen per 16x32 block of a group:
-// - Fp8Bits, for 1-4 activation rows, on blocks without subnormal codes (prepare_fp8 flags them) of weights
-//   without NaN codes: the code's bits placed as bf16 bits, no table lookup. An unpack with zero puts each code
-//   in the top byte of a 16-bit word (the same word order as the lookup's unpacks); an arithmetic shift by 4
-//   and a mask leave the sign on bit 15, exponent e on the bf16 exponent field as is and the mantissa below it:
-//   the bf16 value w * 2^-120, exact for every normal code and for zero (a subnormal code would become a bf16
-//   denormal, which vdpbf16ps reads as zero). The activations come scaled by 2^64 (fp8_bits_acts), so each
-//   product is w a 2^-56 and the block's partial sum -- every term and partial sum in fp32's normal range --
-//   is the lookup's times 2^-56 exactly; multiplying it by 2^56 gives that sum bit for bit.
-// - Fp8ToBf16 (two 128-entry byte lookups, exact for every code) for every other block.
-// The lookups (vpermi2b) share Zen 4's execution ports with vdpbf16ps, unpacks, shifts and masks much less:
-// a standalone n = 1 loop took 5.9 cycles per 64-byte chunk with the lookups, 4.8 with the bits.
-struct Fp8Bits {
-    const __m512i keep = _mm512_set1_epi16(static_cast<short>(0x87f0));  // sign, exponent e, mantissa
-    inline void decode(const uint8_t* p, __m512i* v) const {
-        const __m512i x = _mm512_load_si512(p), zero = _mm512_setzero_si512();
-        v[0] = _mm512_and_si512(_mm512_srai_epi16(_mm512_unpacklo_epi8(zero, x), 4), keep);
-        v[1] = _mm512_and_si512(_mm512_srai_epi16(_mm512_unpackhi_epi8(zero, x), 4), keep);
-    }
-};
 
 // kZen4 (both decoders): the plans measured on Zen 4, chosen by zmm_half_rate() (see stream_rows and the prefetch
 // notes below).
@@ -101,8 +63,6 @@ struct Fp4Chunks {
 
 inline __m512 dot(__m512 acc, __m512i w, const uint32_t* pair) { return dot_bcast(acc, w, pair); }
 
-inline void store_row(bf16* out, __mmask16 mask, __m512 v) { _mm256_mask_storeu_epi16(out, mask, to_bf16(v)); }
-inline void store_row(float* out, __mmask16 mask, __m512 v) { _mm512_mask_storeu_ps(out, mask, v); }
 
 // Software prefetch of the decode kernels (Chunks::kPrefetch<R>): each line of the pair's stream is requested
 // some bytes ahead into L1, L2 or both. The hardware prefetchers alone fall behind once decoding takes a good part
@@ -438,7 +398,8 @@ void gemm_fp8(const QuantGemmTask& t) {
         }
         run(t, chunks, scales);
     };
-    if (zmm_half_rate()) go(Fp8Chunks<true>{});
+    if (amx_enabled()) gemm_fp8_amx(t);
+    else if (zmm_half_rate()) go(Fp8Chunks<true>{});
     else go(Fp8Chunks<false>{});
 }
 

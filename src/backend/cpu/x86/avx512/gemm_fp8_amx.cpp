@@ -1,0 +1,262 @@
+// The fp8 x fp8 block-scaled GEMM (spec §4.3) on AMX tiles, for every row count, on CPUs with AMX-BF16
+// (core/cpu_features.h amx_enabled()). Each 16x32 block of a row group (16 weight rows x one 32-column scale
+// block) is decoded to bf16 by the AVX-512 decoders (fp8_decode.h) into a 1 KB buffer laid out as the B tile of
+// tdpbf16ps (row t = the column pair (2t, 2t + 1) of the 16 weight rows, one dword each: the decoders' vector
+// order), and multiplied with up to 16 activation rows' bf16 block (the A tile, read in place) into a zeroed C
+// tile: the block's partial sums of M rows x 16 weight rows. Those are scaled by sa * sw and accumulated over
+// blocks in order, by the same fp32 operations as the vdpbf16ps kernel (gemm_quant_avx512.cpp), one bf16
+// rounding at the end.
+//
+// Numerics: products are exact (e4m3 values and their products fit bf16 and fp32); tdpbf16ps sums a block's 32
+// products in its own order, neither the reference's nor vdpbf16ps's (docs/numerics.md), the same for a row
+// whatever the other rows of the tile hold and however many there are. So this kernel serves every row count,
+// n = 1 included, and a row's bits do not depend on its batch (tests/ops/row_invariance_test.cpp).
+//
+// Why: vdpbf16ps costs ~2.3 cycles of both vector ports on Intel's cores, so 2-16 activation rows were
+// compute-bound there; one tdpbf16ps does a 16x32 by 32x16 product. One core in cache (bench-ops --in-cache,
+// 256x2048): n = 1 25 GB/s of codes against vdpbf16ps's 29, n = 4 21 against 11, n = 16 12 against 2.9, n = 64
+// 380 against 91 GFLOP/s; streamed by two cores n = 1 reads 90-98% of the bandwidth as before (docs/PERFORMANCE.md,
+// "Fourteenth session").
+#include <immintrin.h>
+
+#include <cstdint>
+#include <type_traits>
+
+#include "backend/cpu/x86/avx512/avx512_common.h"
+#include "backend/cpu/x86/avx512/fp8_decode.h"
+#include "backend/cpu/x86/isa_ops.h"
+
+namespace deepinfer::backend::cpu::avx512 {
+namespace {
+
+constexpr int kMaxTileRows = 16;  // activation rows per A tile
+constexpr int kBlockPairs = 16;   // column pairs of a 32-column block: the B tile's rows
+// The decoded vectors' bits placing (Fp8Bits) makes each product w a 2^-56 (fp8_decode.h); this takes a block's
+// partial sum back, exactly.
+constexpr float kBitsCorrection = 0x1p56f;
+
+// Tile registers: C (partial sums), A (activations), B (decoded weights), one set per buffer.
+constexpr int kTileC = 0, kTileA = 2, kTileB = 4;
+
+struct alignas(64) TileConfig {
+    uint8_t palette, start_row;
+    uint8_t reserved[14];
+    uint16_t bytes_per_row[16];
+    uint8_t rows[16];
+};
+
+void configure_tiles(int m) {
+    TileConfig c{};
+    c.palette = 1;
+    for (int b = 0; b < 2; ++b) {
+        c.rows[kTileC + b] = static_cast<uint8_t>(m);
+        c.bytes_per_row[kTileC + b] = 64;
+        c.rows[kTileA + b] = static_cast<uint8_t>(m);
+        c.bytes_per_row[kTileA + b] = 64;
+        c.rows[kTileB + b] = kBlockPairs;
+        c.bytes_per_row[kTileB + b] = 64;
+    }
+    // ldtilecfg reads all 64 bytes: GCC 12's _tile_loadconfig names only the first 8 as its memory operand, so the
+    // stores to the rest could be dropped (seen: tileloadd faulted on an unconfigured tile).
+    __asm__ volatile("ldtilecfg %0" : : "m"(c));
+}
+
+// Units decoded ahead of the one multiplied (a whole block of a pair at a time), and the B buffers that takes.
+constexpr int kDecodeAhead = 2, kBBuffers = 4;
+static_assert(kBBuffers > kDecodeAhead + 1 && kDecodeAhead % 2 == 0);
+
+// The B tiles' buffers, the C tiles' stores, the accumulators of a pair of groups (8 KB, on the stack).
+struct alignas(64) AmxScratch {
+    uint32_t b[kBBuffers][kBlockPairs * 16];
+    float c[2][kMaxTileRows * 16];
+    float acc[2][kMaxTileRows * 16];
+};
+
+// Prefetch plans of the stream by activation rows, those of the vdpbf16ps kernel on non-Zen-4 CPUs (the only
+// ones with AMX): 1-2 rows 6 KB into L2, more 1.5 KB into L1 plus 12 KB into L2 (gemm_quant_avx512.cpp). For
+// n = 1, 3-24 KB into L2, with or without 0.5-4 KB into L1, all ran within noise of it (one core, streamed).
+constexpr Prefetch kFewRowsAhead{0, 6144}, kManyRowsAhead{1536, 12288};
+
+// One pass of M (<= 16) activation rows over the G groups of a pair, the pair's blocks in stream order: unit
+// u = block u / G of group u % G, whose codes, scale and subnormal flag are the pair's u-th (packing.h: a
+// pair's blocks hold the groups' pieces alternately). Four units are in flight (step): unit u + 2 is decoded
+// into its B buffer while unit u is multiplied, u - 1's partial sums stored and u - 2's scaled. What the n = 1
+// speed turned on (one core): a tileloadd of a buffer just stored waits for the stores to complete (loaded
+// right after its decode, the B tile took half the time in cache); G a constant (a division by it per unit
+// cost a quarter); and the pair's two groups decoded together, their chunks in stream order (one group's
+// chunks at a time, every other 64-byte line, streamed at 86% of one core's bandwidth instead of 94-98%).
+template <int G, Prefetch kAhead>
+class PairPass {
+   public:
+    PairPass(const QuantGemmTask& t, AmxScratch& s, int64_t g0, int64_t i0, int m)
+        : t_(t), s_(s), m_(m), kb_count_(t.k / 32), a_stride_(t.k * 2) {
+        codes_ = t.codes + packed_group(g0, t.groups, kb_count_, 512, kPackedChunkBytes).offset;
+        const int64_t scale0 = packed_scale_offset(g0, t.groups, 0, kb_count_, 1);
+        scales_ = t.scales + scale0;
+        flags_ = t.block_flags && t.bits_acts ? t.block_flags + scale0 : nullptr;
+        const int64_t a_offset = i0 * (t.k / 2);
+        acts_ = static_cast<const uint32_t*>(t.acts) + a_offset;
+        bits_acts_ = t.bits_acts ? static_cast<const uint32_t*>(t.bits_acts) + a_offset : nullptr;
+        sa_ = t.act_scales + i0 * kb_count_;
+    }
+
+    void run() {
+        for (int g = 0; g < G; ++g)
+            for (int r = 0; r < m_; ++r) _mm512_store_ps(s_.acc[g] + r * 16, _mm512_setzero_ps());
+        const int64_t units = kb_count_ * G;
+        for (int64_t u = 0; u < kDecodeAhead && u < units; u += G) decode(u);
+        int64_t u = 0;
+        for (; u + 1 < units; u += 2) {
+            step<0>(u, units);
+            step<1>(u + 1, units);
+        }
+        if (u < units) {
+            step<0>(u, units);
+            store_sums<0>(u);
+        } else {
+            store_sums<1>(units - 1);
+        }
+        if (units >= 2) accumulate(units - 2);
+        accumulate(units - 1);
+    }
+
+   private:
+    // Decode the units of block u / G (u its first) into their B buffers, the pair's chunks in stream order.
+    void decode(int64_t u) {
+        const uint8_t* block = codes_ + (u / G) * (G * 512);
+        uint32_t* b = s_.b[u % kBBuffers];  // (u's buffer, then u + 1's: u is even where G = 2)
+        const bool bits0 = flags_ && flags_[u] == 0;
+        bits_of_[u % kBBuffers] = bits0;
+        if constexpr (G == 1) {
+            if (bits0) decode_block<true, true>(block, b);
+            else decode_block<false, false>(block, b);
+        } else {
+            const bool bits1 = flags_ && flags_[u + 1] == 0;
+            bits_of_[(u + 1) % kBBuffers] = bits1;
+            if (bits0 && bits1) decode_block<true, true>(block, b);
+            else if (bits0) decode_block<true, false>(block, b);
+            else if (bits1) decode_block<false, true>(block, b);
+            else decode_block<false, false>(block, b);
+        }
+    }
+
+    // The block at `block` into the B buffers from b on, group g by the bits (kBits0, kBits1) or the lookup.
+    template <bool kBits0, bool kBits1>
+    void decode_block(const uint8_t* block, uint32_t* b) const {
+#pragma GCC unroll 8
+        for (int ch = 0; ch < 8; ++ch) {
+#pragma GCC unroll 2
+            for (int g = 0; g < G; ++g) {
+                const uint8_t* chunk = block + (ch * G + g) * kPackedChunkBytes;
+                __m512i v[2];
+                if (g == 0 ? kBits0 : kBits1) bits_.decode(chunk, v);
+                else lookup_.decode(_mm512_load_si512(chunk), v[0], v[1]);
+                prefetch_ahead<kAhead>(chunk, v[0]);
+                uint32_t* bg = b + g * (kBlockPairs * 16);
+                _mm512_store_si512(bg + (2 * ch) * 16, v[0]);
+                _mm512_store_si512(bg + (2 * ch + 1) * 16, v[1]);
+            }
+        }
+    }
+
+    // Unit u's stage of each unit in flight: decode u + kDecodeAhead (with its block's other unit), multiply u
+    // (C tile kTile), store the partial sums of u - 1 (the other tile) and scale those of u - 2. (Reading the
+    // sums back one step after their tilestored rather than at once measured the same.)
+    template <int kTile>
+    void step(int64_t u, int64_t units) {
+        if (u + kDecodeAhead < units && (u + kDecodeAhead) % G == 0) decode(u + kDecodeAhead);
+        multiply<kTile>(u);
+        if (u >= 1) store_sums<1 - kTile>(u - 1);
+        if (u >= 2) accumulate(u - 2);
+    }
+
+    // Multiply decoded unit u with the activations' block into C tile kTile.
+    template <int kTile>
+    void multiply(int64_t u) {
+        const bool bits = bits_of_[u % kBBuffers];
+        tile_bits_[kTile] = bits;
+        const uint32_t* a = (bits ? bits_acts_ : acts_) + (u / G) * 16;
+        const uint32_t* b = s_.b[u % kBBuffers];
+        const int64_t a_stride = a_stride_;
+        // (GCC's tile intrinsics take the register numbers as literals)
+#define DEEPINFER_AMX_BLOCK(C, A, B) \
+    _tile_loadd(B, b, 64);           \
+    _tile_loadd(A, a, a_stride);     \
+    _tile_zero(C);                   \
+    _tile_dpbf16ps(C, A, B)
+        static_assert(kTileC == 0 && kTileA == 2 && kTileB == 4);
+        if constexpr (kTile == 0) {
+            DEEPINFER_AMX_BLOCK(0, 2, 4);
+        } else {
+            DEEPINFER_AMX_BLOCK(1, 3, 5);
+        }
+#undef DEEPINFER_AMX_BLOCK
+    }
+
+    // Store C tile kTile (unit u's partial sums) to unit u's sums buffer.
+    template <int kTile>
+    void store_sums(int64_t u) {
+        if constexpr (kTile == 0) _tile_stored(0, s_.c[u % 2], 64);
+        else _tile_stored(1, s_.c[u % 2], 64);
+        sums_bits_[u % 2] = tile_bits_[kTile];
+    }
+
+    // Scale unit u's partial sums and add them to its group's accumulators.
+    void accumulate(int64_t u) {
+        const int64_t kb = u / G;
+        const __m512 sw = _mm512_set1_ps(e8m0_to_float(scales_[u]));
+        float* acc = s_.acc[u % G];
+        const float* c = s_.c[u % 2];
+        const bool bits = sums_bits_[u % 2];
+        for (int r = 0; r < m_; ++r) {
+            __m512 block_sum = _mm512_load_ps(c + r * 16);
+            if (bits) block_sum = _mm512_mul_ps(block_sum, _mm512_set1_ps(kBitsCorrection));
+            const __m512 scale = _mm512_mul_ps(sw, _mm512_set1_ps(sa_[r * kb_count_ + kb]));
+            _mm512_store_ps(acc + r * 16, _mm512_fmadd_ps(block_sum, scale, _mm512_load_ps(acc + r * 16)));
+        }
+    }
+
+    const QuantGemmTask& t_;
+    AmxScratch& s_;
+    int m_;
+    int64_t kb_count_, a_stride_;
+    const uint8_t *codes_, *scales_, *flags_;
+    const uint32_t *acts_, *bits_acts_;
+    const float* sa_;
+    bool bits_of_[kBBuffers] = {};  // the decoder of the unit in each B buffer
+    bool tile_bits_[2] = {}, sums_bits_[2] = {};  // ... of the unit in each C tile, in each sums buffer
+    Fp8ToBf16 lookup_;
+    Fp8Bits bits_;
+};
+
+}  // namespace
+
+// Pair by pair (a lone last group on its own), each pair against every tile of up to 16 activation rows; the
+// pair (<= 160 KB at k = 5 k) stays in L2 for the next tile.
+void gemm_fp8_amx(const QuantGemmTask& t) {
+    AmxScratch scratch;
+    int configured = 0;
+    for (int64_t g0 = 0; g0 < t.groups; g0 += 2) {
+        const int G = g0 + 2 <= t.groups ? 2 : 1;
+        for (int64_t i0 = 0; i0 < t.n; i0 += kMaxTileRows) {
+            const int m = static_cast<int>(t.n - i0 < kMaxTileRows ? t.n - i0 : kMaxTileRows);
+            if (m != configured) configure_tiles(configured = m);
+            if (G == 2 && m <= 2) PairPass<2, kFewRowsAhead>(t, scratch, g0, i0, m).run();
+            else if (G == 2) PairPass<2, kManyRowsAhead>(t, scratch, g0, i0, m).run();
+            else if (m <= 2) PairPass<1, kFewRowsAhead>(t, scratch, g0, i0, m).run();
+            else PairPass<1, kManyRowsAhead>(t, scratch, g0, i0, m).run();
+            for (int g = 0; g < G; ++g) {
+                const __mmask16 mask = lane_mask(t.rows - (g0 + g) * 16);
+                for (int r = 0; r < m; ++r) {
+                    const __m512 v = _mm512_load_ps(scratch.acc[g] + r * 16);
+                    const int64_t at = (i0 + r) * t.ldo + (g0 + g) * 16;
+                    if (t.out_f32) store_row(t.out_f32 + at, mask, v);
+                    else store_row(t.out + at, mask, v);
+                }
+            }
+        }
+    }
+    _tile_release();
+}
+
+}  // namespace deepinfer::backend::cpu::avx512
