@@ -11,7 +11,7 @@
 #include <utility>
 
 #include "backend/cpu/x86/avx512/avx512_common.h"
-#include "backend/cpu/x86/avx512/fp8_decode.h"
+#include "backend/cpu/x86/avx512/block_decode.h"
 #include "backend/cpu/x86/isa_ops.h"
 
 namespace deepinfer::backend::cpu::avx512 {
@@ -51,14 +51,8 @@ struct Fp4Chunks {
     static constexpr int64_t kBlockBytes = 256;
     template <int R>
     static constexpr Prefetch kPrefetch = Prefetch{0, 6144};
-    __m512i lut = _mm512_load_si512(tables::kE2M1Bf16x2.v);
-    inline void decode(const uint8_t* p, __m512i* v) const {
-        const __m512i x = _mm512_load_si512(p);
-        v[0] = _mm512_permutexvar_epi16(x, lut);
-        v[1] = _mm512_permutexvar_epi16(_mm512_srli_epi16(x, 4), lut);
-        v[2] = _mm512_permutexvar_epi16(_mm512_srli_epi16(x, 8), lut);
-        v[3] = _mm512_permutexvar_epi16(_mm512_srli_epi16(x, 12), lut);
-    }
+    Fp4ToBf16 dec;
+    inline void decode(const uint8_t* p, __m512i* v) const { dec.decode(p, v); }
 };
 
 inline __m512 dot(__m512 acc, __m512i w, const uint32_t* pair) { return dot_bcast(acc, w, pair); }
@@ -415,6 +409,12 @@ void gemm_fp4(const QuantGemmTask& t) {
         return _mm512_castsi512_ps(_mm512_slli_epi32(_mm512_cvtepu8_epi32(scales(g, kb)), 23));
     };
     auto any = [&](int64_t g, int64_t kb) { return e8m0_to_ps(scales(g, kb)); };
+    // AMX: tiles for 5 and more rows; 1-4 rows keep the integer form. Both give a block the integer form holds
+    // its exact sum, and any other block the vdpbf16ps chain of block_bf16 (gemm_amx.cpp, Fp4Blocks).
+    if (amx_enabled() && t.n > 4 && t.fp4_row) {
+        gemm_fp4_amx(t);
+        return;
+    }
     if (t.fp4_row) {
         if (t.plain_scales) gemm_int<true>(t);
         else gemm_int<false>(t);

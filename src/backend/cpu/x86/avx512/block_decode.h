@@ -1,5 +1,5 @@
-// The AVX-512 fp8 weight stream's pieces shared by its two GEMMs (gemm_quant_avx512.cpp on vdpbf16ps,
-// gemm_fp8_amx.cpp on AMX tiles): the software prefetch of the stream and the bit-placing decode.
+// The AVX-512 weight stream's pieces shared by its GEMMs on vdpbf16ps (gemm_quant_avx512.cpp) and on AMX tiles
+// (gemm_amx.cpp): the software prefetch of the stream, the fp8 bit-placing decode and the e2m1 decode.
 #pragma once
 
 #include <immintrin.h>
@@ -7,6 +7,7 @@
 #include <cstdint>
 
 #include "backend/cpu/x86/isa_ops.h"
+#include "backend/cpu/x86/x86_tables.h"
 
 namespace deepinfer::backend::cpu::avx512 {
 
@@ -49,8 +50,23 @@ struct Fp8Bits {
     }
 };
 
-// The fp8 GEMM on AMX tiles (CPUs where core/cpu_features.h amx_enabled()): every row count, so that a row's
-// result does not depend on its batch.
-void gemm_fp8_amx(const QuantGemmTask& t);
+// e2m1 -> bf16 of one 64-byte MXFP4 chunk (packing.h): vector q holds, in dword lane r, the bf16 column pair
+// (8c + 2q, 8c + 2q + 1) of row r: one shift and one 32-entry word permute per vector.
+struct Fp4ToBf16 {
+    __m512i lut = _mm512_load_si512(tables::kE2M1Bf16x2.v);
+    inline void decode(const uint8_t* p, __m512i* v) const {
+        const __m512i x = _mm512_load_si512(p);
+        v[0] = _mm512_permutexvar_epi16(x, lut);
+        v[1] = _mm512_permutexvar_epi16(_mm512_srli_epi16(x, 4), lut);
+        v[2] = _mm512_permutexvar_epi16(_mm512_srli_epi16(x, 8), lut);
+        v[3] = _mm512_permutexvar_epi16(_mm512_srli_epi16(x, 12), lut);
+    }
+};
 
+// The fp8 and MXFP4 GEMMs on AMX tiles (CPUs where core/cpu_features.h amx_enabled()), gemm_amx.cpp. fp8: every
+// row count, so that a row's result does not depend on its batch. MXFP4: 5 and more rows with their integer form
+// (QuantGemmTask::fp4_row), whose flags tell the blocks that the tiles sum exactly from those that take the
+// vdpbf16ps chain the integer kernel falls back to (the same bits as 1-4 rows get).
+void gemm_fp8_amx(const QuantGemmTask& t);
+void gemm_fp4_amx(const QuantGemmTask& t);
 }  // namespace deepinfer::backend::cpu::avx512

@@ -1,19 +1,21 @@
-// The fp8 x fp8 block-scaled GEMM (spec §4.3) on AMX tiles, for every row count, on CPUs with AMX-BF16
-// (core/cpu_features.h amx_enabled()). Each 16x32 block of a row group (16 weight rows x one 32-column scale
-// block) is decoded to bf16 by the AVX-512 decoders (fp8_decode.h) into a 1 KB buffer laid out as the B tile of
-// tdpbf16ps (row t = the column pair (2t, 2t + 1) of the 16 weight rows, one dword each: the decoders' vector
-// order), and multiplied with up to 16 activation rows' bf16 block (the A tile, read in place) into a zeroed C
-// tile: the block's partial sums of M rows x 16 weight rows. Those are scaled by sa * sw and accumulated over
-// blocks in order, by the same fp32 operations as the vdpbf16ps kernel (gemm_quant_avx512.cpp), one bf16
-// rounding at the end.
+// The block-scaled GEMMs (spec §4.3) on AMX tiles, on CPUs with AMX-BF16 (core/cpu_features.h amx_enabled()):
+// fp8 x fp8 for every row count, MXFP4 x fp8 for 5 and more rows. Each 16x32 block of a row group (16 weight
+// rows x one 32-column scale block) is decoded to bf16 by the AVX-512 decoders (block_decode.h) into a 1 KB
+// buffer laid out as the B tile of tdpbf16ps (row t = the column pair (2t, 2t + 1) of the 16 weight rows, one
+// dword each: the decoders' vector order), and multiplied with up to 16 activation rows' bf16 block (the A
+// tile, read in place) into a zeroed C tile: the block's partial sums of M rows x 16 weight rows. Those are
+// scaled by sa * sw and accumulated over blocks in order, by the same fp32 operations as the vdpbf16ps kernels
+// (gemm_quant_avx512.cpp), one bf16 rounding at the end.
 //
-// Numerics: products are exact (e4m3 values and their products fit bf16 and fp32); tdpbf16ps sums a block's 32
-// products in its own order, neither the reference's nor vdpbf16ps's (docs/numerics.md), the same for a row
-// whatever the other rows of the tile hold and however many there are. So this kernel serves every row count,
-// n = 1 included, and a row's bits do not depend on its batch (tests/ops/row_invariance_test.cpp).
+// Numerics: products are exact (e4m3 and e2m1 values and their products fit bf16 and fp32); tdpbf16ps sums a
+// block's 32 products in its own order, neither the reference's nor vdpbf16ps's (docs/numerics.md), the same
+// for a row whatever the other rows of the tile hold and however many there are. So the fp8 kernel serves every
+// row count, n = 1 included, and a row's bits do not depend on its batch (tests/ops/row_invariance_test.cpp).
+// MXFP4 rows of 1-4 keep the integer form, whose blocks are exact sums -- the same in any order, the tiles'
+// included; a block it cannot hold exactly takes a vdpbf16ps chain there and here alike (Fp4Blocks).
 //
 // Why: vdpbf16ps costs ~2.3 cycles of both vector ports on Intel's cores, so 2-16 activation rows were
-// compute-bound there; one tdpbf16ps does a 16x32 by 32x16 product. One core in cache (bench-ops --in-cache,
+// compute-bound there; one tdpbf16ps does a 16x32 by 32x16 product. fp8, one core in cache (bench-ops --in-cache,
 // 256x2048): n = 1 25 GB/s of codes against vdpbf16ps's 29, n = 4 21 against 11, n = 16 12 against 2.9, n = 64
 // 380 against 91 GFLOP/s; streamed by two cores n = 1 reads 90-98% of the bandwidth as before (docs/PERFORMANCE.md,
 // "Fourteenth session").
@@ -23,7 +25,7 @@
 #include <type_traits>
 
 #include "backend/cpu/x86/avx512/avx512_common.h"
-#include "backend/cpu/x86/avx512/fp8_decode.h"
+#include "backend/cpu/x86/avx512/block_decode.h"
 #include "backend/cpu/x86/isa_ops.h"
 
 namespace deepinfer::backend::cpu::avx512 {
@@ -31,7 +33,7 @@ namespace {
 
 constexpr int kMaxTileRows = 16;  // activation rows per A tile
 constexpr int kBlockPairs = 16;   // column pairs of a 32-column block: the B tile's rows
-// The decoded vectors' bits placing (Fp8Bits) makes each product w a 2^-56 (fp8_decode.h); this takes a block's
+// The decoded vectors' bits placing (Fp8Bits) makes each product w a 2^-56 (block_decode.h); this takes a block's
 // partial sum back, exactly.
 constexpr float kBitsCorrection = 0x1p56f;
 
@@ -77,6 +79,81 @@ struct alignas(64) AmxScratch {
 // n = 1, 3-24 KB into L2, with or without 0.5-4 KB into L1, all ran within noise of it (one core, streamed).
 constexpr Prefetch kFewRowsAhead{0, 6144}, kManyRowsAhead{1536, 12288};
 
+// The weight formats (packing.h), each block decoded into kChunks x kVectors B-tile rows.
+// fp8: one e8m0 scale per group and block; blocks without subnormal codes take the bit-placing decode where the
+// task brought its activations for it (QuantGemmTask::bits_acts).
+struct Fp8Blocks {
+    static constexpr int64_t kBlockBytes = 512, kScaleBytes = 1;  // (packing.h kFp8BlockBytes)
+    static constexpr int kChunks = 8, kVectors = 2;
+    Fp8ToBf16 lookup;
+    Fp8Bits bits;
+    template <bool kBits>
+    void decode(const uint8_t* chunk, __m512i* v) const {
+        if constexpr (kBits) bits.decode(chunk, v);
+        else lookup.decode(_mm512_load_si512(chunk), v[0], v[1]);
+    }
+    static __m512 scale(const uint8_t* s) { return _mm512_set1_ps(e8m0_to_float(*s)); }
+    static constexpr bool kIntegerRows = false;
+};
+// MXFP4: an e8m0 scale per row and block. The task's activation rows come in their integer form too
+// (QuantGemmTask::fp4_row): where a row's form cannot hold a block exactly, that row's sums of the block are the
+// vdpbf16ps chain of the integer kernel's fallback (gemm_quant_avx512.cpp block_bf16) instead of the tile's; its
+// other blocks' tile sums are exact, as the integer form's are, and so is the chain of an exact block (the
+// fallback runs it for every row of its 1-4 when one needs it). So 5+ rows here give what 1-4 rows of the integer
+// kernel give, bit for bit, and the MXFP4 results do not depend on AMX either.
+struct Fp4Blocks {
+    static constexpr int64_t kBlockBytes = 256, kScaleBytes = 16;  // (packing.h kFp4BlockBytes)
+    static constexpr int kChunks = 4, kVectors = 4;
+    Fp4ToBf16 dec;
+    template <bool kBits>
+    void decode(const uint8_t* chunk, __m512i* v) const {
+        dec.decode(chunk, v);
+    }
+    static __m512 scale(const uint8_t* s) { return e8m0_to_ps(_mm_loadu_si128(reinterpret_cast<const __m128i*>(s))); }
+    static constexpr bool kIntegerRows = true;
+};
+
+// One group's block partial sums by the integer kernel's fallback chain (block_bf16: per row one vdpbf16ps chain
+// over the 16 column pairs in order) for the rows r < m whose bit is set in `rows`: chunk c of the group's block
+// at block + c * chunk_stride, row r's activation pairs of the block at a + r * a_stride, its sums to
+// c_out + 16 r.
+void chain_sums(const Fp4ToBf16& dec, const uint8_t* block, int64_t chunk_stride, const uint32_t* a,
+                int64_t a_stride, uint32_t rows, float* c_out) {
+    __m512i v[kBlockPairs];
+#pragma GCC unroll 4
+    for (int ch = 0; ch < 4; ++ch) dec.decode(block + ch * chunk_stride, v + 4 * ch);
+    for (; rows; rows &= rows - 1) {
+        const int r = __builtin_ctz(rows);
+        __m512 p = _mm512_setzero_ps();
+#pragma GCC unroll 16
+        for (int tp = 0; tp < kBlockPairs; ++tp) p = dot_bcast(p, v[tp], a + r * a_stride + tp);
+        _mm512_store_ps(c_out + 16 * r, p);
+    }
+}
+static_assert(Fp8Blocks::kChunks * Fp8Blocks::kVectors == kBlockPairs &&
+              Fp4Blocks::kChunks * Fp4Blocks::kVectors == kBlockPairs);
+
+// The G groups of the block at `block` (pair-interleaved chunks) into the B buffers from b on, group g by the
+// bits (kBits0, kBits1) or the exact decode, the chunks in stream order.
+template <class Format, int G, Prefetch kAhead, bool kBits0, bool kBits1>
+void decode_block(const Format& f, const uint8_t* block, uint32_t* b) {
+#pragma GCC unroll 8
+    for (int ch = 0; ch < Format::kChunks; ++ch) {
+#pragma GCC unroll 2
+        for (int g = 0; g < G; ++g) {
+            const uint8_t* chunk = block + (ch * G + g) * kPackedChunkBytes;
+            __m512i v[Format::kVectors];
+            if (g == 0) f.template decode<kBits0>(chunk, v);
+            else f.template decode<kBits1>(chunk, v);
+            prefetch_ahead<kAhead>(chunk, v[0]);
+            uint32_t* bg = b + g * (kBlockPairs * 16);
+#pragma GCC unroll 4
+            for (int q = 0; q < Format::kVectors; ++q)
+                _mm512_store_si512(bg + (Format::kVectors * ch + q) * 16, v[q]);
+        }
+    }
+}
+
 // One pass of M (<= 16) activation rows over the G groups of a pair, the pair's blocks in stream order: unit
 // u = block u / G of group u % G, whose codes, scale and subnormal flag are the pair's u-th (packing.h: a
 // pair's blocks hold the groups' pieces alternately). Four units are in flight (step): unit u + 2 is decoded
@@ -85,19 +162,24 @@ constexpr Prefetch kFewRowsAhead{0, 6144}, kManyRowsAhead{1536, 12288};
 // right after its decode, the B tile took half the time in cache); G a constant (a division by it per unit
 // cost a quarter); and the pair's two groups decoded together, their chunks in stream order (one group's
 // chunks at a time, every other 64-byte line, streamed at 86% of one core's bandwidth instead of 94-98%).
-template <int G, Prefetch kAhead>
+template <class Format, int G, Prefetch kAhead>
 class PairPass {
    public:
     PairPass(const QuantGemmTask& t, AmxScratch& s, int64_t g0, int64_t i0, int m)
         : t_(t), s_(s), m_(m), kb_count_(t.k / 32), a_stride_(t.k * 2) {
-        codes_ = t.codes + packed_group(g0, t.groups, kb_count_, 512, kPackedChunkBytes).offset;
-        const int64_t scale0 = packed_scale_offset(g0, t.groups, 0, kb_count_, 1);
-        scales_ = t.scales + scale0;
-        flags_ = t.block_flags && t.bits_acts ? t.block_flags + scale0 : nullptr;
+        codes_ = t.codes + packed_group(g0, t.groups, kb_count_, Format::kBlockBytes, kPackedChunkBytes).offset;
+        scales_ = t.scales + packed_scale_offset(g0, t.groups, 0, kb_count_, Format::kScaleBytes);
+        flags_ = t.block_flags && t.bits_acts ? t.block_flags + packed_scale_offset(g0, t.groups, 0, kb_count_, 1)
+                                              : nullptr;
         const int64_t a_offset = i0 * (t.k / 2);
         acts_ = static_cast<const uint32_t*>(t.acts) + a_offset;
         bits_acts_ = t.bits_acts ? static_cast<const uint32_t*>(t.bits_acts) + a_offset : nullptr;
         sa_ = t.act_scales + i0 * kb_count_;
+        if constexpr (Format::kIntegerRows) {
+            const Fp4RowLayout layout = fp4_row_layout(kb_count_);
+            exact_ = t.fp4_row + i0 * layout.bytes + layout.exact;
+            row_bytes_ = layout.bytes;
+        }
     }
 
     void run() {
@@ -123,39 +205,20 @@ class PairPass {
    private:
     // Decode the units of block u / G (u its first) into their B buffers, the pair's chunks in stream order.
     void decode(int64_t u) {
-        const uint8_t* block = codes_ + (u / G) * (G * 512);
+        const uint8_t* block = codes_ + (u / G) * (G * Format::kBlockBytes);
         uint32_t* b = s_.b[u % kBBuffers];  // (u's buffer, then u + 1's: u is even where G = 2)
         const bool bits0 = flags_ && flags_[u] == 0;
         bits_of_[u % kBBuffers] = bits0;
         if constexpr (G == 1) {
-            if (bits0) decode_block<true, true>(block, b);
-            else decode_block<false, false>(block, b);
+            if (bits0) decode_block<Format, 1, kAhead, true, true>(format_, block, b);
+            else decode_block<Format, 1, kAhead, false, false>(format_, block, b);
         } else {
             const bool bits1 = flags_ && flags_[u + 1] == 0;
             bits_of_[(u + 1) % kBBuffers] = bits1;
-            if (bits0 && bits1) decode_block<true, true>(block, b);
-            else if (bits0) decode_block<true, false>(block, b);
-            else if (bits1) decode_block<false, true>(block, b);
-            else decode_block<false, false>(block, b);
-        }
-    }
-
-    // The block at `block` into the B buffers from b on, group g by the bits (kBits0, kBits1) or the lookup.
-    template <bool kBits0, bool kBits1>
-    void decode_block(const uint8_t* block, uint32_t* b) const {
-#pragma GCC unroll 8
-        for (int ch = 0; ch < 8; ++ch) {
-#pragma GCC unroll 2
-            for (int g = 0; g < G; ++g) {
-                const uint8_t* chunk = block + (ch * G + g) * kPackedChunkBytes;
-                __m512i v[2];
-                if (g == 0 ? kBits0 : kBits1) bits_.decode(chunk, v);
-                else lookup_.decode(_mm512_load_si512(chunk), v[0], v[1]);
-                prefetch_ahead<kAhead>(chunk, v[0]);
-                uint32_t* bg = b + g * (kBlockPairs * 16);
-                _mm512_store_si512(bg + (2 * ch) * 16, v[0]);
-                _mm512_store_si512(bg + (2 * ch + 1) * 16, v[1]);
-            }
+            if (bits0 && bits1) decode_block<Format, 2, kAhead, true, true>(format_, block, b);
+            else if (bits0) decode_block<Format, 2, kAhead, true, false>(format_, block, b);
+            else if (bits1) decode_block<Format, 2, kAhead, false, true>(format_, block, b);
+            else decode_block<Format, 2, kAhead, false, false>(format_, block, b);
         }
     }
 
@@ -204,9 +267,16 @@ class PairPass {
     // Scale unit u's partial sums and add them to its group's accumulators.
     void accumulate(int64_t u) {
         const int64_t kb = u / G;
-        const __m512 sw = _mm512_set1_ps(e8m0_to_float(scales_[u]));
+        const __m512 sw = Format::scale(scales_ + u * Format::kScaleBytes);
         float* acc = s_.acc[u % G];
-        const float* c = s_.c[u % 2];
+        float* c = s_.c[u % 2];
+        if constexpr (Format::kIntegerRows) {
+            uint32_t inexact = 0;
+            for (int r = 0; r < m_; ++r) inexact |= static_cast<uint32_t>(exact_[r * row_bytes_ + kb] == 0) << r;
+            if (inexact)
+                chain_sums(format_.dec, codes_ + kb * (G * Format::kBlockBytes) + (u % G) * kPackedChunkBytes,
+                           G * kPackedChunkBytes, acts_ + kb * 16, t_.k / 2, inexact, c);
+        }
         const bool bits = sums_bits_[u % 2];
         for (int r = 0; r < m_; ++r) {
             __m512 block_sum = _mm512_load_ps(c + r * 16);
@@ -223,17 +293,18 @@ class PairPass {
     const uint8_t *codes_, *scales_, *flags_;
     const uint32_t *acts_, *bits_acts_;
     const float* sa_;
+    const uint8_t* exact_ = nullptr;  // MXFP4: the first row's exact flags (Fp4RowLayout), rows row_bytes_ apart
+    int64_t row_bytes_ = 0;
     bool bits_of_[kBBuffers] = {};  // the decoder of the unit in each B buffer
     bool tile_bits_[2] = {}, sums_bits_[2] = {};  // ... of the unit in each C tile, in each sums buffer
-    Fp8ToBf16 lookup_;
-    Fp8Bits bits_;
+    Format format_;
 };
 
-}  // namespace
 
 // Pair by pair (a lone last group on its own), each pair against every tile of up to 16 activation rows; the
 // pair (<= 160 KB at k = 5 k) stays in L2 for the next tile.
-void gemm_fp8_amx(const QuantGemmTask& t) {
+template <class Format>
+void gemm_amx(const QuantGemmTask& t) {
     AmxScratch scratch;
     int configured = 0;
     for (int64_t g0 = 0; g0 < t.groups; g0 += 2) {
@@ -241,10 +312,10 @@ void gemm_fp8_amx(const QuantGemmTask& t) {
         for (int64_t i0 = 0; i0 < t.n; i0 += kMaxTileRows) {
             const int m = static_cast<int>(t.n - i0 < kMaxTileRows ? t.n - i0 : kMaxTileRows);
             if (m != configured) configure_tiles(configured = m);
-            if (G == 2 && m <= 2) PairPass<2, kFewRowsAhead>(t, scratch, g0, i0, m).run();
-            else if (G == 2) PairPass<2, kManyRowsAhead>(t, scratch, g0, i0, m).run();
-            else if (m <= 2) PairPass<1, kFewRowsAhead>(t, scratch, g0, i0, m).run();
-            else PairPass<1, kManyRowsAhead>(t, scratch, g0, i0, m).run();
+            if (G == 2 && m <= 2) PairPass<Format, 2, kFewRowsAhead>(t, scratch, g0, i0, m).run();
+            else if (G == 2) PairPass<Format, 2, kManyRowsAhead>(t, scratch, g0, i0, m).run();
+            else if (m <= 2) PairPass<Format, 1, kFewRowsAhead>(t, scratch, g0, i0, m).run();
+            else PairPass<Format, 1, kManyRowsAhead>(t, scratch, g0, i0, m).run();
             for (int g = 0; g < G; ++g) {
                 const __mmask16 mask = lane_mask(t.rows - (g0 + g) * 16);
                 for (int r = 0; r < m; ++r) {
@@ -258,5 +329,10 @@ void gemm_fp8_amx(const QuantGemmTask& t) {
     }
     _tile_release();
 }
+
+}  // namespace
+
+void gemm_fp8_amx(const QuantGemmTask& t) { gemm_amx<Fp8Blocks>(t); }
+void gemm_fp4_amx(const QuantGemmTask& t) { gemm_amx<Fp4Blocks>(t); }
 
 }  // namespace deepinfer::backend::cpu::avx512
