@@ -19,13 +19,16 @@ void Model::hc_mixes(const bf16* stream, int64_t n, const F32Matrix& fn, const f
     std::vector<float> x(n * width), mixes(n * mix);
     ops::bf16_to_f32(stream, n * width, x.data());
     ops::linear_f32(x.data(), n, fn, mixes.data());  // fn . x with the un-normalised stream
-    for (int64_t i = 0; i < n; ++i) {
-        float sum = 0.0f;
-        for (int k = 0; k < width; ++k) sum += x[i * width + k] * x[i * width + k];
-        // One statistic over all copies jointly (spec §5.2 HC).
-        float r = 1.0f / std::sqrt(sum / static_cast<float>(width) + static_cast<float>(c.rms_norm_eps));
-        for (int m = 0; m < mix; ++m) mixes[i * mix + m] *= r;
-    }
+    // One statistic over all copies jointly (spec §5.2 HC), summed in order: rows over the pool (one row's
+    // 20 480 dependent adds took ~0.1 ms, 16 rows ~2 ms of a batch-16 decode step on one core).
+    ThreadPool::global().parallel_for(static_cast<size_t>(n), [&](size_t i0, size_t i1, int) {
+        for (auto i = static_cast<int64_t>(i0); i < static_cast<int64_t>(i1); ++i) {
+            float sum = 0.0f;
+            for (int k = 0; k < width; ++k) sum += x[i * width + k] * x[i * width + k];
+            float r = 1.0f / std::sqrt(sum / static_cast<float>(width) + static_cast<float>(c.rms_norm_eps));
+            for (int m = 0; m < mix; ++m) mixes[i * mix + m] *= r;
+        }
+    });
     ops::hc_split_sinkhorn(mixes.data(), n, scale, base, hc, c.hc_sinkhorn_iters, static_cast<float>(c.hc_eps), pre, post,
                            comb);
 }
