@@ -224,8 +224,8 @@ void prepare_for_kernels(ModelWeights& w) {
         w.packed.push_back(std::move(p));
     };
     // The mHC mixes' fp32 weights (2 MB each released) are read in place by every table; copied into the arena
-    // they stream through huge pages like the packed weights (in the mapped checkpoint, 4 KB pages: 0.44 of
-    // the bandwidth in a decode step, docs/PERFORMANCE.md).
+    // they stream through huge pages like the packed weights (from the mapped checkpoint's 4 KB pages a call took
+    // 81-82 us, from the arena 76-80 us in a released-dims decode step, docs/PERFORMANCE.md).
     auto f32 = [&](F32Matrix& m) {
         if (!m.data) return;
         const size_t bytes = static_cast<size_t>(m.rows * m.cols) * sizeof(float);

@@ -6,6 +6,7 @@
 
 #include <cstdint>
 
+#include "backend/cpu/x86/avx512/avx512_common.h"
 #include "backend/cpu/x86/isa_ops.h"
 #include "backend/cpu/x86/x86_tables.h"
 
@@ -62,6 +63,22 @@ struct Fp4ToBf16 {
         v[3] = _mm512_permutexvar_epi16(_mm512_srli_epi16(x, 12), lut);
     }
 };
+
+// One group's MXFP4 block decoded whole (its 4 chunks chunk_stride bytes apart): v[t] holds the column pair t.
+inline void decode_fp4_block(const Fp4ToBf16& dec, const uint8_t* block, int64_t chunk_stride, __m512i (&v)[16]) {
+#pragma GCC unroll 4
+    for (int ch = 0; ch < 4; ++ch) dec.decode(block + ch * chunk_stride, v + 4 * ch);
+}
+
+// The block's partial sums of one activation row (its 16 bf16 pairs of the block at a) by one vdpbf16ps chain over
+// the column pairs in order: the integer MXFP4 kernel's fallback for blocks its form cannot hold, and what the AMX
+// kernel takes for those blocks (the two must give the same bits).
+inline __m512 fp4_block_chain(const __m512i (&v)[16], const uint32_t* a) {
+    __m512 p = _mm512_setzero_ps();
+#pragma GCC unroll 16
+    for (int tp = 0; tp < 16; ++tp) p = dot_bcast(p, v[tp], a + tp);
+    return p;
+}
 
 // The fp8 and MXFP4 GEMMs on AMX tiles (CPUs where core/cpu_features.h amx_enabled()), gemm_amx.cpp. fp8: every
 // row count, so that a row's result does not depend on its batch. MXFP4: 5 and more rows with their integer form

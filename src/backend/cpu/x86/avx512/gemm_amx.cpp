@@ -22,7 +22,6 @@
 #include <immintrin.h>
 
 #include <cstdint>
-#include <type_traits>
 
 #include "backend/cpu/x86/avx512/avx512_common.h"
 #include "backend/cpu/x86/avx512/block_decode.h"
@@ -97,7 +96,7 @@ struct Fp8Blocks {
 };
 // MXFP4: an e8m0 scale per row and block. The task's activation rows come in their integer form too
 // (QuantGemmTask::fp4_row): where a row's form cannot hold a block exactly, that row's sums of the block are the
-// vdpbf16ps chain of the integer kernel's fallback (gemm_quant_avx512.cpp block_bf16) instead of the tile's; its
+// vdpbf16ps chain of the integer kernel's fallback (block_decode.h fp4_block_chain) instead of the tile's; its
 // other blocks' tile sums are exact, as the integer form's are, and so is the chain of an exact block (the
 // fallback runs it for every row of its 1-4 when one needs it). So 5+ rows here give what 1-4 rows of the integer
 // kernel give, bit for bit, and the MXFP4 results do not depend on AMX either.
@@ -113,21 +112,16 @@ struct Fp4Blocks {
     static constexpr bool kIntegerRows = true;
 };
 
-// One group's block partial sums by the integer kernel's fallback chain (block_bf16: per row one vdpbf16ps chain
-// over the 16 column pairs in order) for the rows r < m whose bit is set in `rows`: chunk c of the group's block
-// at block + c * chunk_stride, row r's activation pairs of the block at a + r * a_stride, its sums to
-// c_out + 16 r.
+// One group's block partial sums by the integer kernel's fallback chain (fp4_block_chain) for the rows r whose
+// bit is set in `rows`: chunk c of the group's block at block + c * chunk_stride, row r's activation pairs of
+// the block at a + r * a_stride, its sums to c_out + 16 r.
 void chain_sums(const Fp4ToBf16& dec, const uint8_t* block, int64_t chunk_stride, const uint32_t* a,
                 int64_t a_stride, uint32_t rows, float* c_out) {
     __m512i v[kBlockPairs];
-#pragma GCC unroll 4
-    for (int ch = 0; ch < 4; ++ch) dec.decode(block + ch * chunk_stride, v + 4 * ch);
+    decode_fp4_block(dec, block, chunk_stride, v);
     for (; rows; rows &= rows - 1) {
         const int r = __builtin_ctz(rows);
-        __m512 p = _mm512_setzero_ps();
-#pragma GCC unroll 16
-        for (int tp = 0; tp < kBlockPairs; ++tp) p = dot_bcast(p, v[tp], a + r * a_stride + tp);
-        _mm512_store_ps(c_out + 16 * r, p);
+        _mm512_store_ps(c_out + 16 * r, fp4_block_chain(v, a + r * a_stride));
     }
 }
 static_assert(Fp8Blocks::kChunks * Fp8Blocks::kVectors == kBlockPairs &&

@@ -231,19 +231,13 @@ inline __m512i dpbusd_bcast(__m512i acc, __m512i u, const int32_t* x) {
 // p[R * g + r], the activation rows a_stride pairs apart.
 template <int R, int G>
 [[gnu::noinline]] void block_bf16(const uint8_t* block, const uint32_t* a_block, int64_t a_stride, __m512* p) {
-    const Fp4Chunks<false> dec;
-#pragma GCC unroll 8
-    for (int i = 0; i < G * R; ++i) p[i] = _mm512_setzero_ps();
-    for (int c = 0; c < 4; ++c) {
+    const Fp4ToBf16 dec;
 #pragma GCC unroll 2
-        for (int g = 0; g < G; ++g) {
-            __m512i v[4];
-            dec.decode(block + c * G * kPackedChunkBytes + g * kPackedChunkBytes, v);
+    for (int g = 0; g < G; ++g) {
+        __m512i v[16];
+        decode_fp4_block(dec, block + g * kPackedChunkBytes, G * kPackedChunkBytes, v);
 #pragma GCC unroll 4
-            for (int q = 0; q < 4; ++q)
-#pragma GCC unroll 4
-                for (int r = 0; r < R; ++r) p[R * g + r] = dot(p[R * g + r], v[q], a_block + r * a_stride + 4 * c + q);
-        }
+        for (int r = 0; r < R; ++r) p[R * g + r] = fp4_block_chain(v, a_block + r * a_stride);
     }
 }
 
@@ -410,7 +404,7 @@ void gemm_fp4(const QuantGemmTask& t) {
     };
     auto any = [&](int64_t g, int64_t kb) { return e8m0_to_ps(scales(g, kb)); };
     // AMX: tiles for 5 and more rows; 1-4 rows keep the integer form. Both give a block the integer form holds
-    // its exact sum, and any other block the vdpbf16ps chain of block_bf16 (gemm_amx.cpp, Fp4Blocks).
+    // its exact sum, and any other block the vdpbf16ps chain of fp4_block_chain (block_decode.h).
     if (amx_enabled() && t.n > 4 && t.fp4_row) {
         gemm_fp4_amx(t);
         return;
