@@ -55,7 +55,10 @@ inline constexpr int64_t kPackedChunkBytes = 64;
 //   base   [kb] int32: -12 * sum(v), the start of the low plane's sum (takes the weights' bias back out)
 //   unit   [kb] fp32: 2^(e - 11) * kFp4RowUnitScale, one unit of the integer block product (the scale is the
 //          AVX2 fp32 decode's: its weights come as value * 2^-25)
-//   exact  [kb] uint8: 1 when the block's integers fit the two planes and it holds no NaN code
+//   exact  [kb] uint8: kFp4PlanesExact when the block's integers fit the two planes and it holds no NaN code,
+//          plus kFp4SumsExact when it holds no NaN code and 12 * sum |v| < 2^24 (|2 w| <= 12): then every
+//          partial sum of its products, in units of 2^(e - 11), is an fp32 integer below 2^24, so any order of
+//          summation gives the exact sum (AMX tiles, gemm_amx.cpp; planes holding it implies this)
 // Rows of a GEMM lie `bytes` apart, a multiple of 64 (the arrays stay aligned in every row). (AVX2's GEMM of
 // 5-64 rows reads another form: Fp4PanelRow in x86/avx2/fp4_chunk.h.)
 struct Fp4RowLayout {
@@ -65,6 +68,7 @@ static inline constexpr Fp4RowLayout fp4_row_layout(int64_t kb_count) {
     return {64 * kb_count, 68 * kb_count, 72 * kb_count, (73 * kb_count + 63) / 64 * 64};
 }
 inline constexpr float kFp4RowUnitScale = 0x1p25f;
+inline constexpr uint8_t kFp4PlanesExact = 1, kFp4SumsExact = 2;
 
 // fp8 / MXFP4 GEMM of all activation rows against `groups` packed row groups (packing.h), the first of
 // them an even group of the weight (pairs stay whole).

@@ -100,11 +100,12 @@ void prep_row(const uint8_t* codes, int64_t k, uint8_t* out) {
         for (int c = 0; c < 4; ++c)
             magnitude[c] = _mm256_sllv_epi32(mant[c], _mm256_sub_epi32(expo[c], _mm256_set1_epi32(e0)));
         if constexpr (!kPanel) {
-            __m256i sum = zero, bad = nan;
+            __m256i sum = zero, magnitudes = zero, bad = nan;
 #pragma GCC unroll 4
             for (int c = 0; c < 4; ++c) {
                 const __m256i v = _mm256_permutevar8x32_epi32(with_sign(magnitude[c], negative[c]), order);
                 sum = _mm256_add_epi32(sum, v);
+                magnitudes = _mm256_add_epi32(magnitudes, magnitude[c]);  // |v| <= 15 * 2^14: no overflow
                 // v = 256 * hi + lo with lo the low byte as int8; two planes hold v when hi is an int8 too
                 const __m256i hi = _mm256_srai_epi32(_mm256_add_epi32(v, half), 8);
                 bad = _mm256_or_si256(bad, _mm256_srai_epi32(_mm256_add_epi32(hi, half), 8));
@@ -113,7 +114,10 @@ void prep_row(const uint8_t* codes, int64_t k, uint8_t* out) {
                 std::memcpy(out + 64 * kb + 32 + 8 * c, &hi_bytes, 8);
             }
             reinterpret_cast<int32_t*>(out + layout.base)[kb] = -tables::kE2M1Bias * hsum_epi32(sum);
-            out[layout.exact + kb] = _mm256_testz_si256(bad, bad);
+            const bool no_nan = _mm256_testz_si256(nan, nan);
+            out[layout.exact + kb] = static_cast<uint8_t>(
+                (_mm256_testz_si256(bad, bad) ? kFp4PlanesExact : 0) |
+                (no_nan && hsum_epi32(magnitudes) <= kMaxChainSum ? kFp4SumsExact : 0));
         } else {
             // |v| <= 15 * 2^14 and sum |v| <= 32 * 15 * 2^14: no int32 overflows
             __m256i vmax = zero, vsum = zero;

@@ -53,7 +53,7 @@ void gemv_groups(const QuantGemmTask& t, int64_t g0) {
         for (int g = 0; g < G; ++g) {
             const uint8_t* block = codes + kb * kBlockStride + g * kPackedChunkBytes;
             __m256 p[2];
-            if (exact[kb]) {
+            if (exact[kb] & kFp4PlanesExact) {
                 const auto* planes = reinterpret_cast<const int32_t*>(row + 64 * kb);
                 __m256i lo[2], hi[2];  // rows 0-7, 8-15: the two planes' int32 sums
 #pragma GCC unroll 2

@@ -95,11 +95,14 @@ struct Fp8Blocks {
     static constexpr bool kIntegerRows = false;
 };
 // MXFP4: an e8m0 scale per row and block. The task's activation rows come in their integer form too
-// (QuantGemmTask::fp4_row): where a row's form cannot hold a block exactly, that row's sums of the block are the
-// vdpbf16ps chain of the integer kernel's fallback (block_decode.h fp4_block_chain) instead of the tile's; its
-// other blocks' tile sums are exact, as the integer form's are, and so is the chain of an exact block (the
-// fallback runs it for every row of its 1-4 when one needs it). So 5+ rows here give what 1-4 rows of the integer
-// kernel give, bit for bit, and the MXFP4 results do not depend on AMX either.
+// (QuantGemmTask::fp4_row), whose flags tell, per row and block, whether every partial sum of the block's
+// products is exact in fp32 (kFp4SumsExact, isa_ops.h): then the tile's sum is the exact sum, and so is the
+// integer kernel's -- its planes' integer sum, or where the planes cannot hold the block, its fallback
+// vdpbf16ps chain (block_decode.h fp4_block_chain; a chain without roundings). Where the flag is clear, that
+// row's sums of the block are that chain here too instead of the tile's. So 5+ rows here give what 1-4 rows of
+// the integer kernel give, bit for bit, and the MXFP4 results do not depend on AMX either. (The flag's wider
+// bound than the planes' took most chains off the tiles' rows: a block of e4m3 activations holds 18 binades,
+// the planes 11 of them, the exact sums ~16.)
 struct Fp4Blocks {
     static constexpr int64_t kBlockBytes = 256, kScaleBytes = 16;  // (packing.h kFp4BlockBytes)
     static constexpr int kChunks = 4, kVectors = 4;
@@ -266,7 +269,8 @@ class PairPass {
         float* c = s_.c[u % 2];
         if constexpr (Format::kIntegerRows) {
             uint32_t inexact = 0;
-            for (int r = 0; r < m_; ++r) inexact |= static_cast<uint32_t>(exact_[r * row_bytes_ + kb] == 0) << r;
+            for (int r = 0; r < m_; ++r)
+                inexact |= static_cast<uint32_t>((exact_[r * row_bytes_ + kb] & kFp4SumsExact) == 0) << r;
             if (inexact)
                 chain_sums(format_.dec, codes_ + kb * (G * Format::kBlockBytes) + (u % G) * kPackedChunkBytes,
                            G * kPackedChunkBytes, acts_ + kb * 16, t_.k / 2, inexact, c);

@@ -275,7 +275,7 @@ void gemm_int_rows(const QuantGemmTask& t, int64_t g0, int64_t i0) {
         const uint8_t* block = codes + kb * kBlockStride;
         bool exact = true;
 #pragma GCC unroll 4
-        for (int r = 0; r < R; ++r) exact &= row(r)[layout.exact + kb] != 0;
+        for (int r = 0; r < R; ++r) exact &= (row(r)[layout.exact + kb] & kFp4PlanesExact) != 0;
         __m512 p[G][R];
         if (exact) [[likely]] {
             __m512i lo[G][R], hi[G][R];
