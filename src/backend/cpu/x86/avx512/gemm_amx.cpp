@@ -151,6 +151,13 @@ void decode_block(const Format& f, const uint8_t* block, uint32_t* b) {
     }
 }
 
+// Where a pass takes its B tiles: b null -- its ring of buffers (AmxScratch::b), decoding every unit; else the
+// panel of the pair's units, in unit order, which the pass decodes into (decode) or only reads.
+struct PairPanel {
+    uint32_t* b;
+    bool decode;
+};
+
 // One pass of M (<= 16) activation rows over the G groups of a pair, the pair's blocks in stream order: unit
 // u = block u / G of group u % G, whose codes, scale and subnormal flag are the pair's u-th (packing.h: a
 // pair's blocks hold the groups' pieces alternately). Four units are in flight (step): unit u + 2 is decoded
@@ -159,11 +166,14 @@ void decode_block(const Format& f, const uint8_t* block, uint32_t* b) {
 // right after its decode, the B tile took half the time in cache); G a constant (a division by it per unit
 // cost a quarter); and the pair's two groups decoded together, their chunks in stream order (one group's
 // chunks at a time, every other 64-byte line, streamed at 86% of one core's bandwidth instead of 94-98%).
+//
+// Where the task has more rows than a tile, its first tile's pass decodes the pair into a panel (PairPanel) and the
+// other tiles' passes read the units from there instead of decoding them again.
 template <class Format, int G, Prefetch kAhead>
 class PairPass {
    public:
-    PairPass(const QuantGemmTask& t, AmxScratch& s, int64_t g0, int64_t i0, int m)
-        : t_(t), s_(s), m_(m), kb_count_(t.k / 32), a_stride_(t.k * 2) {
+    PairPass(const QuantGemmTask& t, AmxScratch& s, int64_t g0, int64_t i0, int m, const PairPanel& panel)
+        : t_(t), s_(s), m_(m), kb_count_(t.k / 32), a_stride_(t.k * 2), panel_(panel) {
         codes_ = t.codes + packed_group(g0, t.groups, kb_count_, Format::kBlockBytes, kPackedChunkBytes).offset;
         scales_ = t.scales + packed_scale_offset(g0, t.groups, 0, kb_count_, Format::kScaleBytes);
         flags_ = t.block_flags && t.bits_acts ? t.block_flags + packed_scale_offset(g0, t.groups, 0, kb_count_, 1)
@@ -183,7 +193,8 @@ class PairPass {
         for (int g = 0; g < G; ++g)
             for (int r = 0; r < m_; ++r) _mm512_store_ps(s_.acc[g] + r * 16, _mm512_setzero_ps());
         const int64_t units = kb_count_ * G;
-        for (int64_t u = 0; u < kDecodeAhead && u < units; u += G) decode(u);
+        if (panel_.decode)
+            for (int64_t u = 0; u < kDecodeAhead && u < units; u += G) decode(u);
         int64_t u = 0;
         for (; u + 1 < units; u += 2) {
             step<0>(u, units);
@@ -203,15 +214,13 @@ class PairPass {
     // Decode the units of block u / G (u its first) into their B buffers, the pair's chunks in stream order.
     void decode(int64_t u) {
         const uint8_t* block = codes_ + (u / G) * (G * Format::kBlockBytes);
-        uint32_t* b = s_.b[u % kBBuffers];  // (u's buffer, then u + 1's: u is even where G = 2)
+        uint32_t* b = buffer(u);  // (u's buffer, then u + 1's: u is even where G = 2)
         const bool bits0 = flags_ && flags_[u] == 0;
-        bits_of_[u % kBBuffers] = bits0;
         if constexpr (G == 1) {
             if (bits0) decode_block<Format, 1, kAhead, true, true>(format_, block, b);
             else decode_block<Format, 1, kAhead, false, false>(format_, block, b);
         } else {
             const bool bits1 = flags_ && flags_[u + 1] == 0;
-            bits_of_[(u + 1) % kBBuffers] = bits1;
             if (bits0 && bits1) decode_block<Format, 2, kAhead, true, true>(format_, block, b);
             else if (bits0) decode_block<Format, 2, kAhead, true, false>(format_, block, b);
             else if (bits1) decode_block<Format, 2, kAhead, false, true>(format_, block, b);
@@ -224,7 +233,7 @@ class PairPass {
     // sums back one step after their tilestored rather than at once measured the same.)
     template <int kTile>
     void step(int64_t u, int64_t units) {
-        if (u + kDecodeAhead < units && (u + kDecodeAhead) % G == 0) decode(u + kDecodeAhead);
+        if (panel_.decode && u + kDecodeAhead < units && (u + kDecodeAhead) % G == 0) decode(u + kDecodeAhead);
         multiply<kTile>(u);
         if (u >= 1) store_sums<1 - kTile>(u - 1);
         if (u >= 2) accumulate(u - 2);
@@ -233,10 +242,11 @@ class PairPass {
     // Multiply decoded unit u with the activations' block into C tile kTile.
     template <int kTile>
     void multiply(int64_t u) {
-        const bool bits = bits_of_[u % kBBuffers];
+        // (the decoder a unit took: the weight's flag of the block, where the task has bit-placing activations)
+        const bool bits = flags_ && flags_[u] == 0;
         tile_bits_[kTile] = bits;
         const uint32_t* a = (bits ? bits_acts_ : acts_) + (u / G) * 16;
-        const uint32_t* b = s_.b[u % kBBuffers];
+        const uint32_t* b = buffer(u);
         const int64_t a_stride = a_stride_;
         // (GCC's tile intrinsics take the register numbers as literals)
 #define DEEPINFER_AMX_BLOCK(C, A, B) \
@@ -293,16 +303,24 @@ class PairPass {
     const float* sa_;
     const uint8_t* exact_ = nullptr;  // MXFP4: the first row's exact flags (Fp4RowLayout), rows row_bytes_ apart
     int64_t row_bytes_ = 0;
-    bool bits_of_[kBBuffers] = {};  // the decoder of the unit in each B buffer
     bool tile_bits_[2] = {}, sums_bits_[2] = {};  // ... of the unit in each C tile, in each sums buffer
     Format format_;
+    const PairPanel& panel_;
+
+    // The B tile of unit u: in the panel, or in the ring of buffers.
+    uint32_t* buffer(int64_t u) const {
+        return panel_.b ? panel_.b + u * (kBlockPairs * 16) : s_.b[u % kBBuffers];
+    }
 };
 
 
-// Pair by pair (a lone last group on its own), each pair against every tile of up to 16 activation rows; the
-// pair (<= 160 KB at k = 5 k) stays in L2 for the next tile.
+// Pair by pair (a lone last group on its own), each pair against every tile of up to 16 activation rows. With
+// more than one tile, the first decodes the pair into the panel in t.scratch (2 KB a block: <= 512 KB at k = 8 k,
+// in L2) and the others multiply from there: a 64-row task decodes each block once instead of four times.
 template <class Format>
 void gemm_amx(const QuantGemmTask& t) {
+    // the panel's bytes per column of k, within the 24 floats per column of gemm_scratch_floats(k) (isa_ops.h)
+    static_assert(2 * kBlockPairs * 16 * sizeof(uint32_t) / 32 <= 24 * sizeof(float));
     AmxScratch scratch;
     int configured = 0;
     for (int64_t g0 = 0; g0 < t.groups; g0 += 2) {
@@ -310,10 +328,11 @@ void gemm_amx(const QuantGemmTask& t) {
         for (int64_t i0 = 0; i0 < t.n; i0 += kMaxTileRows) {
             const int m = static_cast<int>(t.n - i0 < kMaxTileRows ? t.n - i0 : kMaxTileRows);
             if (m != configured) configure_tiles(configured = m);
-            if (G == 2 && m <= 2) PairPass<Format, 2, kFewRowsAhead>(t, scratch, g0, i0, m).run();
-            else if (G == 2) PairPass<Format, 2, kManyRowsAhead>(t, scratch, g0, i0, m).run();
-            else if (m <= 2) PairPass<Format, 1, kFewRowsAhead>(t, scratch, g0, i0, m).run();
-            else PairPass<Format, 1, kManyRowsAhead>(t, scratch, g0, i0, m).run();
+            const PairPanel panel{t.n > kMaxTileRows ? reinterpret_cast<uint32_t*>(t.scratch) : nullptr, i0 == 0};
+            if (G == 2 && m <= 2) PairPass<Format, 2, kFewRowsAhead>(t, scratch, g0, i0, m, panel).run();
+            else if (G == 2) PairPass<Format, 2, kManyRowsAhead>(t, scratch, g0, i0, m, panel).run();
+            else if (m <= 2) PairPass<Format, 1, kFewRowsAhead>(t, scratch, g0, i0, m, panel).run();
+            else PairPass<Format, 1, kManyRowsAhead>(t, scratch, g0, i0, m, panel).run();
             for (int g = 0; g < G; ++g) {
                 const __mmask16 mask = lane_mask(t.rows - (g0 + g) * 16);
                 for (int r = 0; r < m; ++r) {
