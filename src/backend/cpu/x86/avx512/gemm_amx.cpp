@@ -5,14 +5,15 @@
 // dword each: the decoders' vector order), and multiplied with up to 16 activation rows' bf16 block (the A
 // tile, read in place) into a zeroed C tile: the block's partial sums of M rows x 16 weight rows. Those are
 // scaled by sa * sw and accumulated over blocks in order, by the same fp32 operations as the vdpbf16ps kernels
-// (gemm_quant_avx512.cpp), one bf16 rounding at the end.
+// (gemm_quant_avx512.cpp), one bf16 rounding at the end. Up to 16 rows run in one PairPass per pair of groups,
+// decoding as they stream; more in TilePairPasses of two row tiles over a panel of the pair decoded once.
 //
 // Numerics: products are exact (e4m3 and e2m1 values and their products fit bf16 and fp32); tdpbf16ps sums a
 // block's 32 products in its own order, neither the reference's nor vdpbf16ps's (docs/numerics.md), the same
 // for a row whatever the other rows of the tile hold and however many there are. So the fp8 kernel serves every
 // row count, n = 1 included, and a row's bits do not depend on its batch (tests/ops/row_invariance_test.cpp).
 // MXFP4 rows of 1-4 keep the integer form, whose blocks are exact sums -- the same in any order, the tiles'
-// included; a block it cannot hold exactly takes a vdpbf16ps chain there and here alike (Fp4Blocks).
+// included; a block whose partial sums could round takes a vdpbf16ps chain there and here alike (Fp4Blocks).
 //
 // Why: vdpbf16ps costs ~2.3 cycles of both vector ports on Intel's cores, so 2-16 activation rows were
 // compute-bound there; one tdpbf16ps does a 16x32 by 32x16 product. fp8, one core in cache (bench-ops --in-cache,
@@ -151,12 +152,36 @@ void decode_block(const Format& f, const uint8_t* block, uint32_t* b) {
     }
 }
 
-// Where a pass takes its B tiles: b null -- its ring of buffers (AmxScratch::b), decoding every unit; else the
-// panel of the pair's units, in unit order, which the pass decodes into (decode) or only reads.
-struct PairPanel {
-    uint32_t* b;
-    bool decode;
-};
+// Row r's flags of block kb in the integer form (Fp4RowLayout::exact) at exact + r * row_bytes, r < m: the rows
+// whose sums of the block are not exact (kFp4SumsExact clear), bit r for row r.
+inline uint32_t inexact_rows(const uint8_t* exact, int64_t row_bytes, int m, int64_t kb) {
+    uint32_t inexact = 0;
+    for (int r = 0; r < m; ++r) inexact |= static_cast<uint32_t>((exact[r * row_bytes + kb] & kFp4SumsExact) == 0) << r;
+    return inexact;
+}
+
+// A block's partial sums of m rows (c, 16 weight rows each) scaled by sw * sa (row r's activation scale at
+// sa[r * sa_stride]) onto the accumulators; bits: the sums of the bit-placing decode, corrected first.
+inline void add_scaled_sums(const float* c, float* acc, int m, __m512 sw, const float* sa, int64_t sa_stride,
+                            bool bits) {
+    for (int r = 0; r < m; ++r) {
+        __m512 block_sum = _mm512_load_ps(c + r * 16);
+        if (bits) block_sum = _mm512_mul_ps(block_sum, _mm512_set1_ps(kBitsCorrection));
+        const __m512 scale = _mm512_mul_ps(sw, _mm512_set1_ps(sa[r * sa_stride]));
+        _mm512_store_ps(acc + r * 16, _mm512_fmadd_ps(block_sum, scale, _mm512_load_ps(acc + r * 16)));
+    }
+}
+
+// The accumulators of m activation rows from row i0 and group g (16 weight rows) to the task's output.
+inline void store_rows(const QuantGemmTask& t, const float* acc, int m, int64_t i0, int64_t g) {
+    const __mmask16 mask = lane_mask(t.rows - g * 16);
+    for (int r = 0; r < m; ++r) {
+        const __m512 v = _mm512_load_ps(acc + r * 16);
+        const int64_t at = (i0 + r) * t.ldo + g * 16;
+        if (t.out_f32) store_row(t.out_f32 + at, mask, v);
+        else store_row(t.out + at, mask, v);
+    }
+}
 
 // One pass of M (<= 16) activation rows over the G groups of a pair, the pair's blocks in stream order: unit
 // u = block u / G of group u % G, whose codes, scale and subnormal flag are the pair's u-th (packing.h: a
@@ -166,14 +191,11 @@ struct PairPanel {
 // right after its decode, the B tile took half the time in cache); G a constant (a division by it per unit
 // cost a quarter); and the pair's two groups decoded together, their chunks in stream order (one group's
 // chunks at a time, every other 64-byte line, streamed at 86% of one core's bandwidth instead of 94-98%).
-//
-// Where the task has more rows than a tile, its first tile's pass decodes the pair into a panel (PairPanel) and the
-// other tiles' passes read the units from there instead of decoding them again.
 template <class Format, int G, Prefetch kAhead>
 class PairPass {
    public:
-    PairPass(const QuantGemmTask& t, AmxScratch& s, int64_t g0, int64_t i0, int m, const PairPanel& panel)
-        : t_(t), s_(s), m_(m), kb_count_(t.k / 32), a_stride_(t.k * 2), panel_(panel) {
+    PairPass(const QuantGemmTask& t, AmxScratch& s, int64_t g0, int64_t i0, int m)
+        : t_(t), s_(s), m_(m), kb_count_(t.k / 32), a_stride_(t.k * 2) {
         codes_ = t.codes + packed_group(g0, t.groups, kb_count_, Format::kBlockBytes, kPackedChunkBytes).offset;
         scales_ = t.scales + packed_scale_offset(g0, t.groups, 0, kb_count_, Format::kScaleBytes);
         flags_ = t.block_flags && t.bits_acts ? t.block_flags + packed_scale_offset(g0, t.groups, 0, kb_count_, 1)
@@ -193,8 +215,7 @@ class PairPass {
         for (int g = 0; g < G; ++g)
             for (int r = 0; r < m_; ++r) _mm512_store_ps(s_.acc[g] + r * 16, _mm512_setzero_ps());
         const int64_t units = kb_count_ * G;
-        if (panel_.decode)
-            for (int64_t u = 0; u < kDecodeAhead && u < units; u += G) decode(u);
+        for (int64_t u = 0; u < kDecodeAhead && u < units; u += G) decode(u);
         int64_t u = 0;
         for (; u + 1 < units; u += 2) {
             step<0>(u, units);
@@ -214,13 +235,15 @@ class PairPass {
     // Decode the units of block u / G (u its first) into their B buffers, the pair's chunks in stream order.
     void decode(int64_t u) {
         const uint8_t* block = codes_ + (u / G) * (G * Format::kBlockBytes);
-        uint32_t* b = buffer(u);  // (u's buffer, then u + 1's: u is even where G = 2)
+        uint32_t* b = s_.b[u % kBBuffers];  // (u's buffer, then u + 1's: u is even where G = 2)
         const bool bits0 = flags_ && flags_[u] == 0;
+        bits_of_[u % kBBuffers] = bits0;
         if constexpr (G == 1) {
             if (bits0) decode_block<Format, 1, kAhead, true, true>(format_, block, b);
             else decode_block<Format, 1, kAhead, false, false>(format_, block, b);
         } else {
             const bool bits1 = flags_ && flags_[u + 1] == 0;
+            bits_of_[(u + 1) % kBBuffers] = bits1;
             if (bits0 && bits1) decode_block<Format, 2, kAhead, true, true>(format_, block, b);
             else if (bits0) decode_block<Format, 2, kAhead, true, false>(format_, block, b);
             else if (bits1) decode_block<Format, 2, kAhead, false, true>(format_, block, b);
@@ -233,7 +256,7 @@ class PairPass {
     // sums back one step after their tilestored rather than at once measured the same.)
     template <int kTile>
     void step(int64_t u, int64_t units) {
-        if (panel_.decode && u + kDecodeAhead < units && (u + kDecodeAhead) % G == 0) decode(u + kDecodeAhead);
+        if (u + kDecodeAhead < units && (u + kDecodeAhead) % G == 0) decode(u + kDecodeAhead);
         multiply<kTile>(u);
         if (u >= 1) store_sums<1 - kTile>(u - 1);
         if (u >= 2) accumulate(u - 2);
@@ -242,11 +265,10 @@ class PairPass {
     // Multiply decoded unit u with the activations' block into C tile kTile.
     template <int kTile>
     void multiply(int64_t u) {
-        // (the decoder a unit took: the weight's flag of the block, where the task has bit-placing activations)
-        const bool bits = flags_ && flags_[u] == 0;
+        const bool bits = bits_of_[u % kBBuffers];
         tile_bits_[kTile] = bits;
         const uint32_t* a = (bits ? bits_acts_ : acts_) + (u / G) * 16;
-        const uint32_t* b = buffer(u);
+        const uint32_t* b = s_.b[u % kBBuffers];
         const int64_t a_stride = a_stride_;
         // (GCC's tile intrinsics take the register numbers as literals)
 #define DEEPINFER_AMX_BLOCK(C, A, B) \
@@ -278,20 +300,12 @@ class PairPass {
         float* acc = s_.acc[u % G];
         float* c = s_.c[u % 2];
         if constexpr (Format::kIntegerRows) {
-            uint32_t inexact = 0;
-            for (int r = 0; r < m_; ++r)
-                inexact |= static_cast<uint32_t>((exact_[r * row_bytes_ + kb] & kFp4SumsExact) == 0) << r;
+            const uint32_t inexact = inexact_rows(exact_, row_bytes_, m_, kb);
             if (inexact)
                 chain_sums(format_.dec, codes_ + kb * (G * Format::kBlockBytes) + (u % G) * kPackedChunkBytes,
                            G * kPackedChunkBytes, acts_ + kb * 16, t_.k / 2, inexact, c);
         }
-        const bool bits = sums_bits_[u % 2];
-        for (int r = 0; r < m_; ++r) {
-            __m512 block_sum = _mm512_load_ps(c + r * 16);
-            if (bits) block_sum = _mm512_mul_ps(block_sum, _mm512_set1_ps(kBitsCorrection));
-            const __m512 scale = _mm512_mul_ps(sw, _mm512_set1_ps(sa_[r * kb_count_ + kb]));
-            _mm512_store_ps(acc + r * 16, _mm512_fmadd_ps(block_sum, scale, _mm512_load_ps(acc + r * 16)));
-        }
+        add_scaled_sums(c, acc, m_, sw, sa_ + kb, kb_count_, sums_bits_[u % 2]);
     }
 
     const QuantGemmTask& t_;
@@ -303,45 +317,209 @@ class PairPass {
     const float* sa_;
     const uint8_t* exact_ = nullptr;  // MXFP4: the first row's exact flags (Fp4RowLayout), rows row_bytes_ apart
     int64_t row_bytes_ = 0;
+    bool bits_of_[kBBuffers] = {};  // the decoder of the unit in each B buffer
     bool tile_bits_[2] = {}, sums_bits_[2] = {};  // ... of the unit in each C tile, in each sums buffer
     Format format_;
-    const PairPanel& panel_;
-
-    // The B tile of unit u: in the panel, or in the ring of buffers.
-    uint32_t* buffer(int64_t u) const {
-        return panel_.b ? panel_.b + u * (kBlockPairs * 16) : s_.b[u % kBBuffers];
-    }
 };
 
 
-// Pair by pair (a lone last group on its own), each pair against every tile of up to 16 activation rows. With
-// more than one tile, the first decodes the pair into the panel in t.scratch (2 KB a block: <= 512 KB at k = 8 k,
-// in L2) and the others multiply from there: a 64-row task decodes each block once instead of four times.
+// Two row tiles (m0 and m1 <= 16 rows; m1 = 0: one) against the G groups of a pair, block by block: per block
+// each tile register is loaded once and serves two products -- a tile's A with both groups' B, a group's B with
+// both tiles' A -- against one load per product in PairPass. In a task of many rows those loads come from L2 (its
+// activations, the panel): a scratch loop on the Intel Xeon took ~15 TSC cycles per 1 KB tile from L2, ~6 from L1,
+// ~12 per tdpbf16ps. fp8 in cache, n = 64: 412-434 -> 457-464 GFLOP/s against PairPass over the panel (MXFP4
+// 219-236 -> 247). Tried there, no gain: 4 C tiles in flight instead of 2, the sums read back a block later. What
+// remains large is the scaling of the sums (~27% of the time: n = 64 ran 37% faster without it, wrong results).
+// Tiles: C of (row tile i, group g) at 2 i + g, A of tile i at 4 + i, B of group g at 6 + g. Block kb's C tiles
+// are stored at kb + 1, before its products, and scaled after them.
+//
+// The B tiles come from the task's panel (t.scratch: 2 KB a block, <= 512 KB at k = 8 k, in L2): the pass of
+// the first two tiles decodes the pair into it, the others read it (a block decoded once per task, not once per
+// 16 rows: fp8 n = 64 in cache 390-397 -> 487-532 GFLOP/s with PairPass). A block is decoded for both groups the
+// same way: bit-placing where both of its blocks allow it (else the lookup, whose sums are the same bits), so one A
+// tile (the activations or their bit-placing form) serves both groups.
+struct TilePairScratch {
+    float c[2][2][kMaxTileRows * 16];    // [row tile][group] a block's partial sums
+    float acc[2][2][kMaxTileRows * 16];  // [row tile][group]
+};
+
+void configure_tile_pair(int m0, int m1) {
+    TileConfig c{};
+    c.palette = 1;
+    const int rows[2] = {m0, m1};
+    for (int i = 0; i < 2; ++i) {
+        for (int g = 0; g < 2; ++g) {
+            c.rows[2 * i + g] = static_cast<uint8_t>(rows[i]);
+            c.bytes_per_row[2 * i + g] = rows[i] ? 64 : 0;
+        }
+        c.rows[4 + i] = static_cast<uint8_t>(rows[i]);
+        c.bytes_per_row[4 + i] = rows[i] ? 64 : 0;
+        c.rows[6 + i] = kBlockPairs;
+        c.bytes_per_row[6 + i] = 64;
+    }
+    __asm__ volatile("ldtilecfg %0" : : "m"(c));  // (configure_tiles: why not _tile_loadconfig)
+}
+
+template <class Format, int G>
+class TilePairPass {
+   public:
+    TilePairPass(const QuantGemmTask& t, TilePairScratch& s, int64_t g0, int64_t i0, int m0, int m1, bool decode)
+        : t_(t), s_(s), kb_count_(t.k / 32), a_stride_(t.k * 2), m_{m0, m1}, decode_(decode) {
+        codes_ = t.codes + packed_group(g0, t.groups, kb_count_, Format::kBlockBytes, kPackedChunkBytes).offset;
+        scales_ = t.scales + packed_scale_offset(g0, t.groups, 0, kb_count_, Format::kScaleBytes);
+        flags_ = t.block_flags && t.bits_acts ? t.block_flags + packed_scale_offset(g0, t.groups, 0, kb_count_, 1)
+                                              : nullptr;
+        panel_ = reinterpret_cast<uint32_t*>(t.scratch);
+        for (int i = 0; i < 2; ++i) {
+            const int64_t row = i0 + i * kMaxTileRows;
+            acts_[i] = static_cast<const uint32_t*>(t.acts) + row * (t.k / 2);
+            bits_acts_[i] = t.bits_acts ? static_cast<const uint32_t*>(t.bits_acts) + row * (t.k / 2) : nullptr;
+            sa_[i] = t.act_scales + row * kb_count_;
+            if constexpr (Format::kIntegerRows) {
+                const Fp4RowLayout layout = fp4_row_layout(kb_count_);
+                exact_[i] = t.fp4_row + row * layout.bytes + layout.exact;
+                row_bytes_ = layout.bytes;
+            }
+        }
+    }
+
+    void run() {
+        for (int i = 0; i < 2; ++i)
+            for (int g = 0; g < G; ++g)
+                for (int r = 0; r < m_[i]; ++r) _mm512_store_ps(s_.acc[i][g] + r * 16, _mm512_setzero_ps());
+        if (decode_) decode(0);
+        for (int64_t kb = 0; kb < kb_count_; ++kb) {
+            if (decode_ && kb + 1 < kb_count_) decode(kb + 1);
+            if (kb > 0) store_sums();
+            multiply(kb);
+            if (kb > 0) accumulate(kb - 1);
+        }
+        store_sums();
+        accumulate(kb_count_ - 1);
+    }
+
+   private:
+    bool bits(int64_t kb) const { return flags_ && flags_[kb * G] == 0 && (G == 1 || flags_[kb * G + 1] == 0); }
+    uint32_t* buffer(int64_t kb, int g) const { return panel_ + (kb * G + g) * (kBlockPairs * 16); }
+
+    void decode(int64_t kb) {
+        const uint8_t* block = codes_ + kb * (G * Format::kBlockBytes);
+        if (bits(kb)) decode_block<Format, G, kManyRowsAhead, true, true>(format_, block, buffer(kb, 0));
+        else decode_block<Format, G, kManyRowsAhead, false, false>(format_, block, buffer(kb, 0));
+    }
+
+    void multiply(int64_t kb) {
+        const bool b = bits(kb);
+        bits_[kb % 2] = b;
+        const uint32_t* a0 = (b ? bits_acts_[0] : acts_[0]) + kb * 16;
+        const uint32_t* a1 = (b ? bits_acts_[1] : acts_[1]) + kb * 16;
+        const int64_t a_stride = a_stride_;
+        _tile_loadd(6, buffer(kb, 0), 64);
+        if constexpr (G == 2) _tile_loadd(7, buffer(kb, 1), 64);
+        _tile_loadd(4, a0, a_stride);
+        _tile_zero(0);
+        _tile_dpbf16ps(0, 4, 6);
+        if constexpr (G == 2) {
+            _tile_zero(1);
+            _tile_dpbf16ps(1, 4, 7);
+        }
+        if (m_[1] > 0) {
+            _tile_loadd(5, a1, a_stride);
+            _tile_zero(2);
+            _tile_dpbf16ps(2, 5, 6);
+            if constexpr (G == 2) {
+                _tile_zero(3);
+                _tile_dpbf16ps(3, 5, 7);
+            }
+        }
+    }
+
+    void store_sums() {
+        _tile_stored(0, s_.c[0][0], 64);
+        if constexpr (G == 2) _tile_stored(1, s_.c[0][1], 64);
+        if (m_[1] > 0) {
+            _tile_stored(2, s_.c[1][0], 64);
+            if constexpr (G == 2) _tile_stored(3, s_.c[1][1], 64);
+        }
+    }
+
+    void accumulate(int64_t kb) {
+        for (int g = 0; g < G; ++g) {
+            const __m512 sw = Format::scale(scales_ + (kb * G + g) * Format::kScaleBytes);
+            for (int i = 0; i < 2 && m_[i] > 0; ++i) {
+                float* c = s_.c[i][g];
+                if constexpr (Format::kIntegerRows) {
+                    const uint32_t inexact = inexact_rows(exact_[i], row_bytes_, m_[i], kb);
+                    if (inexact)
+                        chain_sums(format_.dec, codes_ + kb * (G * Format::kBlockBytes) + g * kPackedChunkBytes,
+                                   G * kPackedChunkBytes, acts_[i] + kb * 16, t_.k / 2, inexact, c);
+                }
+                add_scaled_sums(c, s_.acc[i][g], m_[i], sw, sa_[i] + kb, kb_count_, bits_[kb % 2]);
+            }
+        }
+    }
+
+    const QuantGemmTask& t_;
+    TilePairScratch& s_;
+    int64_t kb_count_, a_stride_;
+    int m_[2];
+    bool decode_;
+    const uint8_t *codes_, *scales_, *flags_;
+    uint32_t* panel_;
+    const uint32_t *acts_[2], *bits_acts_[2];
+    const float* sa_[2];
+    const uint8_t* exact_[2] = {};
+    int64_t row_bytes_ = 0;
+    bool bits_[2] = {};
+    Format format_;
+};
+
+
+// More than 16 rows: pair by pair, each pair against every two tiles of 16 rows (TilePairPass).
 template <class Format>
-void gemm_amx(const QuantGemmTask& t) {
+void gemm_amx_tile_pairs(const QuantGemmTask& t) {
     // the panel's bytes per column of k, within the 24 floats per column of gemm_scratch_floats(k) (isa_ops.h)
     static_assert(2 * kBlockPairs * 16 * sizeof(uint32_t) / 32 <= 24 * sizeof(float));
+    TilePairScratch scratch;
+    int configured = -1;
+    for (int64_t g0 = 0; g0 < t.groups; g0 += 2) {
+        const int G = g0 + 2 <= t.groups ? 2 : 1;
+        for (int64_t i0 = 0; i0 < t.n; i0 += 2 * kMaxTileRows) {
+            const int64_t left = t.n - i0;
+            const int m0 = static_cast<int>(left < kMaxTileRows ? left : kMaxTileRows);
+            const int m1 = static_cast<int>(left - m0 < kMaxTileRows ? left - m0 : kMaxTileRows);
+            if (m0 * 32 + m1 != configured) configure_tile_pair(m0, m1), configured = m0 * 32 + m1;
+            if (G == 2) TilePairPass<Format, 2>(t, scratch, g0, i0, m0, m1, i0 == 0).run();
+            else TilePairPass<Format, 1>(t, scratch, g0, i0, m0, m1, i0 == 0).run();
+            for (int i = 0; i < 2; ++i)
+                for (int g = 0; g < G; ++g)
+                    store_rows(t, scratch.acc[i][g], i ? m1 : m0, i0 + i * kMaxTileRows, g0 + g);
+        }
+    }
+    _tile_release();
+}
+
+// Pair by pair (a lone last group on its own), each pair against the task's (up to 16) activation rows in one
+// PairPass; more rows in TilePairPasses.
+template <class Format>
+void gemm_amx(const QuantGemmTask& t) {
+    if (t.n > kMaxTileRows) {
+        gemm_amx_tile_pairs<Format>(t);
+        return;
+    }
     AmxScratch scratch;
     int configured = 0;
     for (int64_t g0 = 0; g0 < t.groups; g0 += 2) {
         const int G = g0 + 2 <= t.groups ? 2 : 1;
-        for (int64_t i0 = 0; i0 < t.n; i0 += kMaxTileRows) {
-            const int m = static_cast<int>(t.n - i0 < kMaxTileRows ? t.n - i0 : kMaxTileRows);
+        {
+            const int64_t i0 = 0;
+            const int m = static_cast<int>(t.n);
             if (m != configured) configure_tiles(configured = m);
-            const PairPanel panel{t.n > kMaxTileRows ? reinterpret_cast<uint32_t*>(t.scratch) : nullptr, i0 == 0};
-            if (G == 2 && m <= 2) PairPass<Format, 2, kFewRowsAhead>(t, scratch, g0, i0, m, panel).run();
-            else if (G == 2) PairPass<Format, 2, kManyRowsAhead>(t, scratch, g0, i0, m, panel).run();
-            else if (m <= 2) PairPass<Format, 1, kFewRowsAhead>(t, scratch, g0, i0, m, panel).run();
-            else PairPass<Format, 1, kManyRowsAhead>(t, scratch, g0, i0, m, panel).run();
-            for (int g = 0; g < G; ++g) {
-                const __mmask16 mask = lane_mask(t.rows - (g0 + g) * 16);
-                for (int r = 0; r < m; ++r) {
-                    const __m512 v = _mm512_load_ps(scratch.acc[g] + r * 16);
-                    const int64_t at = (i0 + r) * t.ldo + (g0 + g) * 16;
-                    if (t.out_f32) store_row(t.out_f32 + at, mask, v);
-                    else store_row(t.out + at, mask, v);
-                }
-            }
+            if (G == 2 && m <= 2) PairPass<Format, 2, kFewRowsAhead>(t, scratch, g0, i0, m).run();
+            else if (G == 2) PairPass<Format, 2, kManyRowsAhead>(t, scratch, g0, i0, m).run();
+            else if (m <= 2) PairPass<Format, 1, kFewRowsAhead>(t, scratch, g0, i0, m).run();
+            else PairPass<Format, 1, kManyRowsAhead>(t, scratch, g0, i0, m).run();
+            for (int g = 0; g < G; ++g) store_rows(t, scratch.acc[g], m, i0, g0 + g);
         }
     }
     _tile_release();
