@@ -7,8 +7,10 @@
 
 #include <cstdint>
 
+#include "backend/cpu/x86/avx512/attention_amx.h"
 #include "backend/cpu/x86/avx512/avx512_common.h"
 #include "backend/cpu/x86/isa_ops.h"
+#include "core/cpu_features.h"
 
 namespace deepinfer::backend::cpu::avx512 {
 namespace {
@@ -128,6 +130,15 @@ void sparse_attn(const SparseAttnTask& t) {
     auto* rescale = sum_exp + nh;
     const auto* kv = reinterpret_cast<const uint16_t*>(t.kv);
     const __m512 neg_inf = _mm512_set1_ps(-__builtin_inff());
+    // On AMX tiles where the CPU has them (attention_amx.cpp), for every query alike; the tile shapes follow the
+    // heads of each group of up to 16.
+    const bool amx = amx_enabled();
+    int configured = 0;
+    auto tiles_for = [&](int h) {
+        const int rows = nh - h < 16 ? nh - h : 16;
+        if (rows != configured) attn_amx_configure(configured = rows);
+        return rows;
+    };
     for (int64_t i = t.i0; i < t.i1; ++i) {
         const int32_t* list = t.idx + i * t.topk;
         const auto* q = reinterpret_cast<const uint32_t*>(t.q + (i * t.heads + t.h0) * dim);
@@ -167,7 +178,13 @@ void sparse_attn(const SparseAttnTask& t) {
                     _mm512_store_si512(kp + tp * dim + d + 16, _mm512_unpackhi_epi16(a, b));
                 }
             }
-            over_heads(nh, QkHeads{kt, pairs, q, pairs, s});
+            if (amx)
+                for (int h = 0; h < nh; h += 16) {
+                    tiles_for(h);
+                    qk_amx(kt, dim, q + h * pairs, pairs, s + h * kBlock);
+                }
+            else
+                over_heads(nh, QkHeads{kt, pairs, q, pairs, s});
             // online softmax of the block, per head
             const __mmask16 valid[4] = {static_cast<__mmask16>(valid_bits), static_cast<__mmask16>(valid_bits >> 16),
                                         static_cast<__mmask16>(valid_bits >> 32),
@@ -197,6 +214,11 @@ void sparse_attn(const SparseAttnTask& t) {
                 sum_exp[h] = sum_exp[h] * r + _mm512_reduce_add_ps(sum);
                 running_max[h] = new_max;
             }
+            if (amx) {
+                for (int h = 0; h < nh; h += 16)
+                    pv_amx(kp, dim, p + h * kBlock, acc + h * dim, rescale + h, tiles_for(h));
+                continue;
+            }
             const auto* pp = reinterpret_cast<const uint32_t*>(p);
             int h = 0;
             for (; h + 4 <= nh; h += 4) pv_heads<4>(kp, dim, pp + h * (kBlock / 2), acc + h * dim, rescale + h);
@@ -220,6 +242,7 @@ void sparse_attn(const SparseAttnTask& t) {
             }
         }
     }
+    if (configured) attn_amx_release();
 }
 
 void index_scores(const IndexScoresTask& t) {
