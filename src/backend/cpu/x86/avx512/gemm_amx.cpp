@@ -164,6 +164,9 @@ inline uint32_t inexact_rows(const uint8_t* exact, int64_t row_bytes, int m, int
 // sa[r * sa_stride]) onto the accumulators; bits: the sums of the bit-placing decode, corrected first.
 inline void add_scaled_sums(const float* c, float* acc, int m, __m512 sw, const float* sa, int64_t sa_stride,
                             bool bits) {
+    // sw as an opaque vector: one vmulps with the row's scale broadcast from memory. Seen as a broadcast, GCC
+    // multiplied the scalars and broadcast the product (vmulss + a vbroadcastss shuffle per row).
+    __asm__("" : "+v"(sw));
     for (int r = 0; r < m; ++r) {
         __m512 block_sum = _mm512_load_ps(c + r * 16);
         if (bits) block_sum = _mm512_mul_ps(block_sum, _mm512_set1_ps(kBitsCorrection));
