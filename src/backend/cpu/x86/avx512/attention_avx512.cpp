@@ -1,6 +1,6 @@
 // AVX-512 sparse sink attention (spec §4.7) and lightning-indexer scores (spec §5.3.5). Both run their
-// dot products as small GEMMs with vdpbf16ps (bf16 products are exact in fp32; only the summation order
-// differs from the reference) and keep the reference's rounding points: bf16 probabilities before P.V
+// dot products as small GEMMs with vdpbf16ps, or on AMX tiles where the CPU has them (attention_amx.cpp; bf16
+// products are exact in fp32, only the summation order differs from the reference) and keep the reference's rounding points: bf16 probabilities before P.V
 // with an fp32 denominator, online softmax over blocks of 64 indices; bf16 dot / relu / weight products
 // summed over heads in order for the scores.
 #include <immintrin.h>
@@ -108,6 +108,19 @@ struct QkHeads {
         qk_tile<RH>(kt, pairs, q + h * q_stride, q_stride, s + h * kBlock);
     }
 };
+
+// One head's term of the scores of 16 x 4 keys, added in head order: total += bf16(relu(bf16(dot)) * w).
+inline void add_head_scores(__m512 (&total)[4], const __m512 (&dot)[4], uint16_t w_bits) {
+    const uint32_t bits = static_cast<uint32_t>(w_bits) << 16;
+    float wf;
+    __builtin_memcpy(&wf, &bits, 4);
+    const __m512 wv = _mm512_set1_ps(wf);
+#pragma GCC unroll 16
+    for (int g = 0; g < 4; ++g) {
+        const __m512 relu = _mm512_max_ps(_mm512_setzero_ps(), round_bf16(dot[g]));  // NaN passes
+        total[g] = _mm512_add_ps(total[g], round_bf16(_mm512_mul_ps(relu, wv)));
+    }
+}
 
 }  // namespace
 
@@ -251,6 +264,11 @@ void index_scores(const IndexScoresTask& t) {
     const auto* keys = reinterpret_cast<const uint16_t*>(t.keys);
     const auto* wts = reinterpret_cast<const uint16_t*>(t.w);
     const __m512 zero = _mm512_setzero_ps();
+    // The dots on AMX tiles where the CPU has them (attention_amx.cpp qk_amx, 16 heads at a time), for every
+    // query alike; the heads' terms are then added in order as below.
+    const bool amx = amx_enabled();
+    int configured = 0;
+    alignas(64) float dots[16 * kBlock];
     for (int64_t j0 = t.j0; j0 < t.j1; j0 += kBlock) {
         const int bn = t.j1 - j0 < kBlock ? static_cast<int>(t.j1 - j0) : kBlock;
 #pragma GCC unroll 16
@@ -268,7 +286,18 @@ void index_scores(const IndexScoresTask& t) {
         for (int64_t i = t.i0; i < t.i1; ++i) {
             const auto* q = reinterpret_cast<const uint32_t*>(t.q + i * t.heads * dim);
             __m512 total[4] = {zero, zero, zero, zero};
-            for (int h = 0; h < t.heads; h += 2) {
+            for (int h0 = 0; amx && h0 < t.heads; h0 += 16) {
+                const int rows = t.heads - h0 < 16 ? t.heads - h0 : 16;
+                if (rows != configured) attn_amx_configure(configured = rows);
+                qk_amx(kt, dim, q + h0 * pairs, pairs, dots);
+                for (int a = 0; a < rows; ++a) {
+                    const __m512 dot[4] = {_mm512_load_ps(dots + a * kBlock), _mm512_load_ps(dots + a * kBlock + 16),
+                                           _mm512_load_ps(dots + a * kBlock + 32),
+                                           _mm512_load_ps(dots + a * kBlock + 48)};
+                    add_head_scores(total, dot, wts[i * t.heads + h0 + a]);
+                }
+            }
+            for (int h = 0; !amx && h < t.heads; h += 2) {
                 const int nh = t.heads - h >= 2 ? 2 : 1;
                 __m512 acc[2][4];
 #pragma GCC unroll 16
@@ -287,18 +316,8 @@ void index_scores(const IndexScoresTask& t) {
                         acc[a][3] = _mm512_dpbf16_ps(acc[a][3], (__m512bh)k3, qv);
                     }
                 }
-                // heads in order: total += bf16(relu(bf16(dot)) * w)
-                for (int a = 0; a < nh; ++a) {
-                    const uint32_t wbits = static_cast<uint32_t>(wts[i * t.heads + h + a]) << 16;
-                    float wf;
-                    __builtin_memcpy(&wf, &wbits, 4);
-                    const __m512 wv = _mm512_set1_ps(wf);
-#pragma GCC unroll 16
-                    for (int g = 0; g < 4; ++g) {
-                        const __m512 relu = _mm512_max_ps(zero, round_bf16(acc[a][g]));  // NaN passes
-                        total[g] = _mm512_add_ps(total[g], round_bf16(_mm512_mul_ps(relu, wv)));
-                    }
-                }
+                // heads in order
+                for (int a = 0; a < nh; ++a) add_head_scores(total, acc[a], wts[i * t.heads + h + a]);
             }
 #pragma GCC unroll 16
             for (int g = 0; g < 4; ++g) {
@@ -308,6 +327,7 @@ void index_scores(const IndexScoresTask& t) {
             }
         }
     }
+    if (configured) attn_amx_release();
 }
 
 }  // namespace deepinfer::backend::cpu::avx512
