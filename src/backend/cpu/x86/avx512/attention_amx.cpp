@@ -17,17 +17,12 @@
 
 #include <immintrin.h>
 
+#include "backend/cpu/x86/avx512/amx_tiles.h"
+
 namespace deepinfer::backend::cpu::avx512 {
 namespace {
 
 constexpr int kBlock = 64;  // kv rows per block, as attention_avx512.cpp
-
-struct alignas(64) TileConfig {
-    uint8_t palette, start_row;
-    uint8_t reserved[14];
-    uint16_t bytes_per_row[16];
-    uint8_t rows[16];
-};
 
 // acc row h (16 columns) = acc * rescale[h] + the C tile's row h, for the configured heads.
 inline void rescale_add(const float* c, float* acc, int64_t acc_stride, const float* rescale, int heads) {
@@ -41,18 +36,10 @@ inline void rescale_add(const float* c, float* acc, int64_t acc_stride, const fl
 }  // namespace
 
 void attn_amx_configure(int heads) {
-    TileConfig c{};
-    c.palette = 1;
-    for (int t = 0; t < 6; ++t) {
-        c.rows[t] = static_cast<uint8_t>(heads);
-        c.bytes_per_row[t] = 64;
-    }
-    for (int t = 6; t < 8; ++t) {
-        c.rows[t] = 16;
-        c.bytes_per_row[t] = 64;
-    }
-    // (gemm_amx.cpp configure_tiles: why not _tile_loadconfig)
-    __asm__ volatile("ldtilecfg %0" : : "m"(c));
+    TileConfig c;
+    for (int t = 0; t < 6; ++t) c.set(t, heads, 64);
+    for (int t = 6; t < 8; ++t) c.set(t, 16, 64);
+    c.load();
 }
 
 void attn_amx_release() { _tile_release(); }

@@ -24,6 +24,7 @@
 
 #include <cstdint>
 
+#include "backend/cpu/x86/avx512/amx_tiles.h"
 #include "backend/cpu/x86/avx512/avx512_common.h"
 #include "backend/cpu/x86/avx512/block_decode.h"
 #include "backend/cpu/x86/isa_ops.h"
@@ -40,27 +41,14 @@ constexpr float kBitsCorrection = 0x1p56f;
 // Tile registers: C (partial sums), A (activations), B (decoded weights), one set per buffer.
 constexpr int kTileC = 0, kTileA = 2, kTileB = 4;
 
-struct alignas(64) TileConfig {
-    uint8_t palette, start_row;
-    uint8_t reserved[14];
-    uint16_t bytes_per_row[16];
-    uint8_t rows[16];
-};
-
 void configure_tiles(int m) {
-    TileConfig c{};
-    c.palette = 1;
+    TileConfig c;
     for (int b = 0; b < 2; ++b) {
-        c.rows[kTileC + b] = static_cast<uint8_t>(m);
-        c.bytes_per_row[kTileC + b] = 64;
-        c.rows[kTileA + b] = static_cast<uint8_t>(m);
-        c.bytes_per_row[kTileA + b] = 64;
-        c.rows[kTileB + b] = kBlockPairs;
-        c.bytes_per_row[kTileB + b] = 64;
+        c.set(kTileC + b, m, 64);
+        c.set(kTileA + b, m, 64);
+        c.set(kTileB + b, kBlockPairs, 64);
     }
-    // ldtilecfg reads all 64 bytes: GCC 12's _tile_loadconfig names only the first 8 as its memory operand, so the
-    // stores to the rest could be dropped (seen: tileloadd faulted on an unconfigured tile).
-    __asm__ volatile("ldtilecfg %0" : : "m"(c));
+    c.load();
 }
 
 // Units decoded ahead of the one multiplied (a whole block of a pair at a time), and the B buffers that takes.
@@ -347,20 +335,14 @@ struct TilePairScratch {
 };
 
 void configure_tile_pair(int m0, int m1) {
-    TileConfig c{};
-    c.palette = 1;
+    TileConfig c;
     const int rows[2] = {m0, m1};
     for (int i = 0; i < 2; ++i) {
-        for (int g = 0; g < 2; ++g) {
-            c.rows[2 * i + g] = static_cast<uint8_t>(rows[i]);
-            c.bytes_per_row[2 * i + g] = rows[i] ? 64 : 0;
-        }
-        c.rows[4 + i] = static_cast<uint8_t>(rows[i]);
-        c.bytes_per_row[4 + i] = rows[i] ? 64 : 0;
-        c.rows[6 + i] = kBlockPairs;
-        c.bytes_per_row[6 + i] = 64;
+        for (int g = 0; g < 2; ++g) c.set(2 * i + g, rows[i], rows[i] ? 64 : 0);
+        c.set(4 + i, rows[i], rows[i] ? 64 : 0);
+        c.set(6 + i, kBlockPairs, 64);
     }
-    __asm__ volatile("ldtilecfg %0" : : "m"(c));  // (configure_tiles: why not _tile_loadconfig)
+    c.load();
 }
 
 template <class Format, int G>
