@@ -140,12 +140,21 @@ void decode_block(const Format& f, const uint8_t* block, uint32_t* b) {
     }
 }
 
-// Row r's flags of block kb in the integer form (Fp4RowLayout::exact) at exact + r * row_bytes, r < m: the rows
-// whose sums of the block are not exact (kFp4SumsExact clear), bit r for row r.
-inline uint32_t inexact_rows(const uint8_t* exact, int64_t row_bytes, int m, int64_t kb) {
-    uint32_t inexact = 0;
-    for (int r = 0; r < m; ++r) inexact |= static_cast<uint32_t>((exact[r * row_bytes + kb] & kFp4SumsExact) == 0) << r;
-    return inexact;
+// MXFP4, once per task: per tile of 16 activation rows and block, the rows whose sums of the block are not exact
+// (their integer form's kFp4SumsExact clear, Fp4RowLayout::exact), bit r for the tile's row r: out[tile][kb].
+// (Worked out per pass and group instead, the byte loads, shifts and ors took ~10% of a 64-row GEMM in cache.)
+inline void inexact_rows(const QuantGemmTask& t, uint16_t* out) {
+    const int64_t kb_count = t.k / 32;
+    const Fp4RowLayout layout = fp4_row_layout(kb_count);
+    for (int64_t i0 = 0; i0 < t.n; i0 += kMaxTileRows) {
+        uint16_t* tile = out + i0 / kMaxTileRows * kb_count;
+        for (int64_t kb = 0; kb < kb_count; ++kb) tile[kb] = 0;
+        for (int64_t r = 0; r < kMaxTileRows && i0 + r < t.n; ++r) {
+            const uint8_t* exact = t.fp4_row + (i0 + r) * layout.bytes + layout.exact;
+            for (int64_t kb = 0; kb < kb_count; ++kb)
+                tile[kb] |= static_cast<uint16_t>(((exact[kb] & kFp4SumsExact) == 0) << r);
+        }
+    }
 }
 
 // A block's partial sums of m rows (c, 16 weight rows each) scaled by sw * sa (row r's activation scale at
@@ -185,8 +194,8 @@ inline void store_rows(const QuantGemmTask& t, const float* acc, int m, int64_t 
 template <class Format, int G, Prefetch kAhead>
 class PairPass {
    public:
-    PairPass(const QuantGemmTask& t, AmxScratch& s, int64_t g0, int64_t i0, int m)
-        : t_(t), s_(s), m_(m), kb_count_(t.k / 32), a_stride_(t.k * 2) {
+    PairPass(const QuantGemmTask& t, AmxScratch& s, int64_t g0, int64_t i0, int m, const uint16_t* inexact)
+        : t_(t), s_(s), m_(m), kb_count_(t.k / 32), a_stride_(t.k * 2), inexact_(inexact) {
         codes_ = t.codes + packed_group(g0, t.groups, kb_count_, Format::kBlockBytes, kPackedChunkBytes).offset;
         scales_ = t.scales + packed_scale_offset(g0, t.groups, 0, kb_count_, Format::kScaleBytes);
         flags_ = t.block_flags && t.bits_acts ? t.block_flags + packed_scale_offset(g0, t.groups, 0, kb_count_, 1)
@@ -195,11 +204,6 @@ class PairPass {
         acts_ = static_cast<const uint32_t*>(t.acts) + a_offset;
         bits_acts_ = t.bits_acts ? static_cast<const uint32_t*>(t.bits_acts) + a_offset : nullptr;
         sa_ = t.act_scales + i0 * kb_count_;
-        if constexpr (Format::kIntegerRows) {
-            const Fp4RowLayout layout = fp4_row_layout(kb_count_);
-            exact_ = t.fp4_row + i0 * layout.bytes + layout.exact;
-            row_bytes_ = layout.bytes;
-        }
     }
 
     void run() {
@@ -291,7 +295,7 @@ class PairPass {
         float* acc = s_.acc[u % G];
         float* c = s_.c[u % 2];
         if constexpr (Format::kIntegerRows) {
-            const uint32_t inexact = inexact_rows(exact_, row_bytes_, m_, kb);
+            const uint32_t inexact = inexact_[kb];
             if (inexact)
                 chain_sums(format_.dec, codes_ + kb * (G * Format::kBlockBytes) + (u % G) * kPackedChunkBytes,
                            G * kPackedChunkBytes, acts_ + kb * 16, t_.k / 2, inexact, c);
@@ -306,8 +310,7 @@ class PairPass {
     const uint8_t *codes_, *scales_, *flags_;
     const uint32_t *acts_, *bits_acts_;
     const float* sa_;
-    const uint8_t* exact_ = nullptr;  // MXFP4: the first row's exact flags (Fp4RowLayout), rows row_bytes_ apart
-    int64_t row_bytes_ = 0;
+    const uint16_t* inexact_;  // MXFP4: the tile's masks of inexact rows by block (inexact_rows)
     bool bits_of_[kBBuffers] = {};  // the decoder of the unit in each B buffer
     bool tile_bits_[2] = {}, sums_bits_[2] = {};  // ... of the unit in each C tile, in each sums buffer
     Format format_;
@@ -348,7 +351,8 @@ void configure_tile_pair(int m0, int m1) {
 template <class Format, int G>
 class TilePairPass {
    public:
-    TilePairPass(const QuantGemmTask& t, TilePairScratch& s, int64_t g0, int64_t i0, int m0, int m1, bool decode)
+    TilePairPass(const QuantGemmTask& t, TilePairScratch& s, int64_t g0, int64_t i0, int m0, int m1, bool decode,
+                 const uint16_t* inexact)
         : t_(t), s_(s), kb_count_(t.k / 32), a_stride_(t.k * 2), m_{m0, m1}, decode_(decode) {
         codes_ = t.codes + packed_group(g0, t.groups, kb_count_, Format::kBlockBytes, kPackedChunkBytes).offset;
         scales_ = t.scales + packed_scale_offset(g0, t.groups, 0, kb_count_, Format::kScaleBytes);
@@ -360,11 +364,7 @@ class TilePairPass {
             acts_[i] = static_cast<const uint32_t*>(t.acts) + row * (t.k / 2);
             bits_acts_[i] = t.bits_acts ? static_cast<const uint32_t*>(t.bits_acts) + row * (t.k / 2) : nullptr;
             sa_[i] = t.act_scales + row * kb_count_;
-            if constexpr (Format::kIntegerRows) {
-                const Fp4RowLayout layout = fp4_row_layout(kb_count_);
-                exact_[i] = t.fp4_row + row * layout.bytes + layout.exact;
-                row_bytes_ = layout.bytes;
-            }
+            inexact_[i] = inexact ? inexact + (row / kMaxTileRows) * kb_count_ : nullptr;
         }
     }
 
@@ -434,7 +434,7 @@ class TilePairPass {
             for (int i = 0; i < 2 && m_[i] > 0; ++i) {
                 float* c = s_.c[i][g];
                 if constexpr (Format::kIntegerRows) {
-                    const uint32_t inexact = inexact_rows(exact_[i], row_bytes_, m_[i], kb);
+                    const uint32_t inexact = inexact_[i][kb];
                     if (inexact)
                         chain_sums(format_.dec, codes_ + kb * (G * Format::kBlockBytes) + g * kPackedChunkBytes,
                                    G * kPackedChunkBytes, acts_[i] + kb * 16, t_.k / 2, inexact, c);
@@ -453,8 +453,7 @@ class TilePairPass {
     uint32_t* panel_;
     const uint32_t *acts_[2], *bits_acts_[2];
     const float* sa_[2];
-    const uint8_t* exact_[2] = {};
-    int64_t row_bytes_ = 0;
+    const uint16_t* inexact_[2];  // MXFP4: the tiles' masks of inexact rows by block (inexact_rows)
     bool bits_[2] = {};
     Format format_;
 };
@@ -462,9 +461,10 @@ class TilePairPass {
 
 // More than 16 rows: pair by pair, each pair against every two tiles of 16 rows (TilePairPass).
 template <class Format>
-void gemm_amx_tile_pairs(const QuantGemmTask& t) {
-    // the panel's bytes per column of k, within the 24 floats per column of gemm_scratch_floats(k) (isa_ops.h)
-    static_assert(2 * kBlockPairs * 16 * sizeof(uint32_t) / 32 <= 24 * sizeof(float));
+void gemm_amx_tile_pairs(const QuantGemmTask& t, const uint16_t* inexact) {
+    // the panel's bytes per column of k, and MXFP4's masks (gemm_amx: 4 tiles x 2 bytes per 32 columns), within
+    // the 24 floats per column of gemm_scratch_floats(k) (isa_ops.h)
+    static_assert(2 * kBlockPairs * 16 * sizeof(uint32_t) / 32 + 1 <= 24 * sizeof(float));
     TilePairScratch scratch;
     int configured = -1;
     for (int64_t g0 = 0; g0 < t.groups; g0 += 2) {
@@ -474,8 +474,8 @@ void gemm_amx_tile_pairs(const QuantGemmTask& t) {
             const int m0 = static_cast<int>(left < kMaxTileRows ? left : kMaxTileRows);
             const int m1 = static_cast<int>(left - m0 < kMaxTileRows ? left - m0 : kMaxTileRows);
             if (m0 * 32 + m1 != configured) configure_tile_pair(m0, m1), configured = m0 * 32 + m1;
-            if (G == 2) TilePairPass<Format, 2>(t, scratch, g0, i0, m0, m1, i0 == 0).run();
-            else TilePairPass<Format, 1>(t, scratch, g0, i0, m0, m1, i0 == 0).run();
+            if (G == 2) TilePairPass<Format, 2>(t, scratch, g0, i0, m0, m1, i0 == 0, inexact).run();
+            else TilePairPass<Format, 1>(t, scratch, g0, i0, m0, m1, i0 == 0, inexact).run();
             for (int i = 0; i < 2; ++i)
                 for (int g = 0; g < G; ++g)
                     store_rows(t, scratch.acc[i][g], i ? m1 : m0, i0 + i * kMaxTileRows, g0 + g);
@@ -488,8 +488,14 @@ void gemm_amx_tile_pairs(const QuantGemmTask& t) {
 // PairPass; more rows in TilePairPasses.
 template <class Format>
 void gemm_amx(const QuantGemmTask& t) {
+    // MXFP4's masks after the panel in the scratch (2 bytes per tile and block: within its 24 floats per column)
+    uint16_t* inexact = nullptr;
+    if constexpr (Format::kIntegerRows) {
+        inexact = reinterpret_cast<uint16_t*>(t.scratch + 16 * t.k);
+        inexact_rows(t, inexact);
+    }
     if (t.n > kMaxTileRows) {
-        gemm_amx_tile_pairs<Format>(t);
+        gemm_amx_tile_pairs<Format>(t, inexact);
         return;
     }
     AmxScratch scratch;
@@ -500,10 +506,10 @@ void gemm_amx(const QuantGemmTask& t) {
             const int64_t i0 = 0;
             const int m = static_cast<int>(t.n);
             if (m != configured) configure_tiles(configured = m);
-            if (G == 2 && m <= 2) PairPass<Format, 2, kFewRowsAhead>(t, scratch, g0, i0, m).run();
-            else if (G == 2) PairPass<Format, 2, kManyRowsAhead>(t, scratch, g0, i0, m).run();
-            else if (m <= 2) PairPass<Format, 1, kFewRowsAhead>(t, scratch, g0, i0, m).run();
-            else PairPass<Format, 1, kManyRowsAhead>(t, scratch, g0, i0, m).run();
+            if (G == 2 && m <= 2) PairPass<Format, 2, kFewRowsAhead>(t, scratch, g0, i0, m, inexact).run();
+            else if (G == 2) PairPass<Format, 2, kManyRowsAhead>(t, scratch, g0, i0, m, inexact).run();
+            else if (m <= 2) PairPass<Format, 1, kFewRowsAhead>(t, scratch, g0, i0, m, inexact).run();
+            else PairPass<Format, 1, kManyRowsAhead>(t, scratch, g0, i0, m, inexact).run();
             for (int g = 0; g < G; ++g) store_rows(t, scratch.acc[g], m, i0, g0 + g);
         }
     }
