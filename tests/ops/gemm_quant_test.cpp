@@ -323,8 +323,9 @@ TEST(GemmFp4, ExtremeScaleCodes) {
 // A wide block whose fp32 chain rounds: eight products 6 x 448, then 0.5 x 2^-9 (the smallest subnormal), a tie
 // at that magnitude that rounds to even (away), then the eight products back out: the reference's block partial
 // is 0 where the exact sum is 2^-10. The AVX2 integer kernels must see that a partial sum could round there
-// (fp4_row_avx2.cpp) and run the chain: 1 row (GEMV), 2-4 (fp32 stream) and 5-64 (panel GEMM). Rows with a
-// second block of random values check the rest of the path.
+// (fp4_row_avx2.cpp) and run the chain: 1 row (GEMV), 2-4 (fp32 stream) and 5-64 (panel GEMM; on AVX-512 with
+// AMX 5-16 rows in one tile, 40 in a pass of two tiles and one of one). Rows with a second block of random values
+// check the rest of the path.
 TEST(GemmFp4, WideBlockWhoseChainRounds) {
     Inputs in(12);
     const int64_t k = 64, rows = 20;
@@ -338,7 +339,7 @@ TEST(GemmFp4, WideBlockWhoseChainRounds) {
         for (int64_t col = 0; col < k; ++col)
             set_w(r, col, col <= 16 ? (col == 8 ? 0x1 : 0x7) : random_w[r * k + col] & 0xf);  // 0.5, 6
     const Fp4Matrix w{packed.data(), wscales.data(), rows, k};
-    for (int64_t n : {1, 3, 8, 16}) {
+    for (int64_t n : {1, 3, 8, 16, 40}) {
         std::vector<uint8_t> codes(n * k, 0), ascales(n * 2, 127);
         for (int64_t i = 0; i < n; ++i) {
             for (int64_t col = 0; col <= 16; ++col) codes[i * k + col] = col < 8 ? 0x7e : col == 8 ? 0x01 : 0xfe;
