@@ -22,6 +22,7 @@ enum class PackedLayout : uint32_t {
     kNone = 0,
     kFp8R16K4 = 1,  // fp8: 16-row groups, 64-byte chunks of 4 columns (backend/cpu/packing.h)
     kFp4R16K8 = 2,  // MXFP4: 16-row groups, 64-byte chunks of 8 columns (backend/cpu/packing.h)
+    kBf16Tiles = 3,  // bf16: 16-row groups as AMX B tiles of 32 columns (backend/cpu/packing.h)
 };
 struct PackedWeight {
     PackedLayout layout = PackedLayout::kNone;
@@ -71,6 +72,7 @@ struct Fp4Matrix {
 struct Bf16Matrix {
     const bf16* data = nullptr;  // [rows, cols]
     int64_t rows = 0, cols = 0;
+    const PackedWeight* prepared = nullptr;  // Kernels::prepare_bf16's layout of it, when it made one
 };
 struct F32Matrix {
     const float* data = nullptr;  // [rows, cols]
@@ -107,6 +109,9 @@ struct Kernels {
     // table has none (scalar). GEMMs on unprepared weights are correct but repack on the fly (slower).
     void (*prepare_fp8)(const Fp8Matrix& w, PackedWeight* out, ThreadPool& pool);
     void (*prepare_fp4)(const Fp4Matrix& w, PackedWeight* out, ThreadPool& pool);
+    // For gemm_f32_bf16w (the LM head): a layout only where the table has a kernel that reads it (AVX-512 with
+    // AMX: kBf16Tiles); else out->layout stays kNone and the weight is read as it is. Null in the reference.
+    void (*prepare_bf16)(const Bf16Matrix& w, PackedWeight* out, ThreadPool& pool) = nullptr;
     // act_quant over rows of bf16 x [n, k] (k % 32 == 0): codes [n, k], scales [n, k/32].
     void (*act_quant)(const bf16* x, int64_t n, int64_t k, uint8_t* codes, uint8_t* scales, ThreadPool& pool);
     // out[i, j] = bf16( sum_kb (sum_{k in kb} a[i,k] w[j,k]) * sa[i,kb] * sw[j/32,kb] ), K blocks in order

@@ -246,6 +246,17 @@ void prepare_for_kernels(ModelWeights& w) {
             fp4(b.experts[e].w3);
         }
     }
+    // The LM head (this rank's rows under TP) where the table reads a layout of its own: AMX tiles on AVX-512
+    // (backend/cpu/x86/avx512/gemm_head_amx.cpp); other tables read it as it is.
+    if (k.prepare_bf16 && w.head.data) {
+        auto p = std::make_unique<backend::PackedWeight>();
+        p->arena = &w.packed_arena;
+        k.prepare_bf16(w.head, p.get(), ThreadPool::global());
+        if (p->layout != backend::PackedLayout::kNone) {
+            w.head.prepared = p.get();
+            w.packed.push_back(std::move(p));
+        }
+    }
 }
 
 }  // namespace deepinfer::model

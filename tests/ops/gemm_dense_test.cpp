@@ -1,7 +1,8 @@
 // bf16 / fp32 linears of every SIMD table against the scalar reference: decode (few rows) and prefill
 // (many rows, weight-stationary / panel kernels) paths, k with and without tails, 1-3 threads.
 // Budgets: bf16 outputs within 1 ulp, rarely different (summation order); fp32 x bf16 outputs within the
-// rigorous bound for two summation orders, 2 (k + 1) 2^-24 sum |x w|; fp32 x fp32 (gemm_f32) bit-identical.
+// rigorous bound for two summation orders, 2 (k + 1) 2^-24 sum |x w|, or on a prepared weight (AMX tiles: each x
+// split into three bf16 parts, 3 k terms a sum) 4 (k + 1) 2^-24 sum |x w|; fp32 x fp32 (gemm_f32) bit-identical.
 #include <gtest/gtest.h>
 
 #include "backend/kernels.h"
@@ -47,9 +48,10 @@ void run_bf16(const Shape& s, uint64_t seed) {
         }
 }
 
-// fp32 x against bf16 (kBf16W) or fp32 weights.
+// fp32 x against bf16 (kBf16W) or fp32 weights; bf16 ones prepared by each table (Kernels::prepare_bf16)
+// when `prepared`.
 template <bool kBf16W>
-void run_f32(const Shape& s, uint64_t seed) {
+void run_f32(const Shape& s, uint64_t seed, bool prepared = false) {
     Inputs in(seed);
     std::vector<float> x = in.floats(s.n * s.k);
     std::vector<bf16> wb = in.bf16s(s.rows * s.k);
@@ -57,8 +59,17 @@ void run_f32(const Shape& s, uint64_t seed) {
     for (size_t e = 0; e < wf.size(); ++e) wf[e] = kBf16W ? bf16_to_float(wb[e]) : in.uniform(-1.0f, 1.0f);
     const int64_t ldo = s.rows + s.pad;
     auto call = [&](const Kernels& k, float* out, ThreadPool& pool) {
-        if constexpr (kBf16W) k.gemm_f32_bf16w(x.data(), s.n, Bf16Matrix{wb.data(), s.rows, s.k}, out, ldo, pool);
-        else k.gemm_f32(x.data(), s.n, F32Matrix{wf.data(), s.rows, s.k}, out, ldo, pool);
+        if constexpr (kBf16W) {
+            Bf16Matrix m{wb.data(), s.rows, s.k};
+            backend::PackedWeight pw;
+            if (prepared && k.prepare_bf16) {
+                k.prepare_bf16(m, &pw, pool);
+                if (pw.layout != backend::PackedLayout::kNone) m.prepared = &pw;
+            }
+            k.gemm_f32_bf16w(x.data(), s.n, m, out, ldo, pool);
+        } else {
+            k.gemm_f32(x.data(), s.n, F32Matrix{wf.data(), s.rows, s.k}, out, ldo, pool);
+        }
     };
     ThreadPool ref_pool(2);
     Output2d<float> ref(s.n, s.rows, ldo);
@@ -69,7 +80,7 @@ void run_f32(const Shape& s, uint64_t seed) {
         for (int64_t j = 0; j < s.rows; ++j) {
             double a = 0;
             for (int64_t c = 0; c < s.k; ++c) a += std::fabs(double(x[i * s.k + c]) * wf[j * s.k + c]);
-            bound[i * s.rows + j] = 2.0 * (s.k + 1) * std::ldexp(1.0, -24) * a + 1e-30;
+            bound[i * s.rows + j] = (prepared ? 4.0 : 2.0) * (s.k + 1) * std::ldexp(1.0, -24) * a + 1e-30;
         }
     for (const Kernels* table : simd_tables())
         for (int threads : {1, 2, 3}) {
@@ -117,6 +128,38 @@ TEST(GemmF32Bf16w, ReleasedShapes) {
     run_f32<true>({1, 2048, 5120, 0}, 5);
     run_f32<true>({3, 384, 5120, 0}, 6);
     run_f32<true>({9, 512, 5120, 0}, 7);
+}
+
+// Prepared weights: on AMX tiles where the table has them (AVX-512 with AMX; the others read the weight as it is).
+TEST(GemmF32Bf16w, PreparedShapes) {
+    uint64_t seed = 450;
+    for (const Shape& s : kShapes) run_f32<true>(s, seed++, true);
+    run_f32<true>({1, 2048, 5120, 0}, 10, true);
+    run_f32<true>({16, 300, 5120, 3}, 11, true);
+}
+
+// Every bit of x counts: x = 1 + 2^-9 + 2^-23 (whose split into bf16 parts needs all three), -1 and -2^-9 against
+// weights of 1 sum to 2^-23 exactly, with no rounding in any order -- so every table, prepared or not, must give
+// exactly that (a kernel dropping x's last 8 bits gives 0).
+TEST(GemmF32Bf16w, EveryBitOfX) {
+    const int64_t n = 3, rows = 20, k = 64;
+    std::vector<float> x(n * k, 0.0f);
+    const float terms[3] = {1.0f + 0x1p-9f + 0x1p-23f, -1.0f, -0x1p-9f};
+    for (int64_t i = 0; i < n; ++i)
+        for (int t = 0; t < 3; ++t) x[i * k + 7 * t + 5 * i] = terms[t];  // at different columns per row
+    std::vector<bf16> w(rows * k, float_to_bf16(1.0f));
+    for (const Kernels* table : simd_tables())
+        for (bool prepared : {false, true}) {
+            SCOPED_TRACE(std::string(isa_name(table->isa)) + (prepared ? " prepared" : ""));
+            ThreadPool pool(2);
+            Bf16Matrix m{w.data(), rows, k};
+            backend::PackedWeight pw;
+            if (prepared && table->prepare_bf16) table->prepare_bf16(m, &pw, pool);
+            if (pw.layout != backend::PackedLayout::kNone) m.prepared = &pw;
+            std::vector<float> out(n * rows, -1.0f);
+            table->gemm_f32_bf16w(x.data(), n, m, out.data(), rows, pool);
+            for (float v : out) EXPECT_EQ(v, 0x1p-23f);
+        }
 }
 
 TEST(GemmF32, Shapes) {

@@ -266,6 +266,16 @@ TEST(RowInvariance, DenseGemms) {
                                      t.gemm_f32_bf16w(xf.data() + s * k, n, Bf16Matrix{wb.data(), rows, k}, out, rows,
                                                       pool);
                                  });
+            // prepared by each table (AVX-512 with AMX: the tiles kernel, for every n)
+            check_windows<float>("gemm_f32_bf16w prepared " + shape, rows,
+                                 [&](const Kernels& t, int64_t s, int64_t n, int th, float* out) {
+                                     ThreadPool pool(th);
+                                     Bf16Matrix m{wb.data(), rows, k};
+                                     backend::PackedWeight pw;
+                                     if (t.prepare_bf16) t.prepare_bf16(m, &pw, pool);
+                                     if (pw.layout != backend::PackedLayout::kNone) m.prepared = &pw;
+                                     t.gemm_f32_bf16w(xf.data() + s * k, n, m, out, rows, pool);
+                                 });
             check_windows<float>("gemm_f32 " + shape, rows,
                                  [&](const Kernels& t, int64_t s, int64_t n, int th, float* out) {
                                      ThreadPool pool(th);

@@ -9,6 +9,7 @@
 #include "backend/cpu/drivers.h"
 #include "backend/cpu/packing.h"
 #include "core/check.h"
+#include "core/cpu_features.h"
 
 namespace deepinfer::backend::cpu {
 
@@ -388,9 +389,68 @@ void gemm_bf16(const IsaOps& ops, const bf16* x, int64_t n, const Bf16Matrix& w,
     gemm_dense(ops.gemm_bf16, x, n, w.cols, w.data, w.rows, 2, out, 2, ldo, pool);
 }
 
+void split_bf16x3(const float* x, int64_t n, int64_t n_pad, int64_t k, bf16* out) {
+    auto* hi = reinterpret_cast<uint16_t*>(out);
+    uint16_t* mid = hi + n_pad * k;
+    uint16_t* lo = mid + n_pad * k;
+    auto bits = [](float v) {
+        uint32_t b;
+        std::memcpy(&b, &v, 4);
+        return b;
+    };
+    auto value = [](uint32_t b) {
+        float v;
+        std::memcpy(&v, &b, 4);
+        return v;
+    };
+    for (int64_t e = 0; e < n * k; ++e) {
+        const uint32_t b = bits(x[e]);
+        if ((b & 0x7f800000u) == 0x7f800000u) {  // infinity, or NaN (kept a NaN, quiet)
+            hi[e] = static_cast<uint16_t>(b >> 16 | ((b & 0x7fffffu) != 0 ? 0x40u : 0u));
+            mid[e] = lo[e] = 0;
+            continue;
+        }
+        // x - hi is exact (same sign and binade, the low 16 bits of the significand), so is the rest of it
+        const uint32_t hb = b & 0xffff0000u, rb = bits(x[e] - value(hb)), mb = rb & 0xffff0000u;
+        const uint32_t lb = bits(value(rb) - value(mb));
+        hi[e] = static_cast<uint16_t>(hb >> 16);
+        mid[e] = static_cast<uint16_t>(mb >> 16);
+        lo[e] = static_cast<uint16_t>(lb >> 16);
+    }
+    for (uint16_t* plane : {hi, mid, lo}) std::memset(plane + n * k, 0, static_cast<size_t>((n_pad - n) * k) * 2);
+}
+
+void prepare_bf16(const IsaOps& ops, const Bf16Matrix& w, PackedWeight* out, ThreadPool& pool) {
+    out->rows = w.rows;
+    out->cols = w.cols;
+    if (!ops.gemm_f32_bf16w_tiles || !amx_enabled() || !w.data || w.cols % 32 != 0) {
+        out->layout = PackedLayout::kNone;
+        return;
+    }
+    prepare_bf16_tiles(w, out, pool);
+}
+
 void gemm_f32_bf16w(const IsaOps& ops, const float* x, int64_t n, const Bf16Matrix& w, float* out, int64_t ldo,
                     ThreadPool& pool) {
-    gemm_dense(ops.gemm_f32_bf16w, x, n, w.cols, w.data, w.rows, 2, out, 4, ldo, pool);
+    const PackedWeight* pw = w.prepared;
+    if (!pw || pw->layout != PackedLayout::kBf16Tiles || !ops.gemm_f32_bf16w_tiles) {
+        gemm_dense(ops.gemm_f32_bf16w, x, n, w.cols, w.data, w.rows, 2, out, 4, ldo, pool);
+        return;
+    }
+    DI_CHECK_MSG(pw->rows == w.rows && pw->cols == w.cols, "prepared bf16 weight {}x{} vs matrix {}x{}", pw->rows,
+                 pw->cols, w.rows, w.cols);
+    if (n == 0 || w.rows == 0) return;
+    // The rows split once per call into the planes (in the calling thread's scratch), then row groups over the pool.
+    const int64_t k = w.cols, n_pad = (n + 15) / 16 * 16, kb_count = k / 32, groups = row_groups(w.rows);
+    AlignedBuffer& planes = thread_scratch().planes;
+    planes.ensure(static_cast<size_t>(3 * n_pad * k) * sizeof(bf16));
+    auto* split = reinterpret_cast<bf16*>(planes.data());
+    split_bf16x3(x, n, n_pad, k, split);
+    for_chunks(pool, groups, chunk_size(groups, pool, 1), [](int) {}, [&](int64_t g0, int64_t g1, int) {
+        ops.gemm_f32_bf16w_tiles(DenseGemmTask{split, n, k, pw->data + g0 * kb_count * kBf16TileBytes,
+                                               std::min(w.rows, g1 * kGroupRows) - g0 * kGroupRows,
+                                               out + g0 * kGroupRows, ldo, nullptr});
+    });
 }
 
 void gemm_f32(const IsaOps& ops, const float* x, int64_t n, const F32Matrix& w, float* out, int64_t ldo,

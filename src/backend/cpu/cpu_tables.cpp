@@ -32,7 +32,8 @@ const IsaOps& avx512_ops() {
                                avx512::hc_expand_rows, avx512::order_keys, avx512::select_entries,
                                avx512::gather_fp8_rows,
                                // the MXFP4 GEMM reads the planes of AVX2's integer rows (gemm_quant_avx512.cpp)
-                               avx2::plane_row_bytes, avx2::prep_plane_row, avx512::fp8_bits_acts};
+                               avx2::plane_row_bytes, avx2::prep_plane_row, avx512::fp8_bits_acts,
+                               avx512::gemm_f32_bf16w_tiles};
     return ops;
 }
 
@@ -72,6 +73,9 @@ struct Entries {
     }
     static void gemm_f32(const float* x, int64_t n, const F32Matrix& w, float* out, int64_t ldo, ThreadPool& pool) {
         cpu::gemm_f32(Ops(), x, n, w, out, ldo, pool);
+    }
+    static void prepare_bf16(const Bf16Matrix& w, PackedWeight* out, ThreadPool& pool) {
+        cpu::prepare_bf16(Ops(), w, out, pool);
     }
     static void sparse_attn(const bf16* q, int64_t m, int heads, int dim, const bf16* kv, const int32_t* idx, int topk,
                             const float* sink, float scale, bf16* out, ThreadPool& pool) {
@@ -117,6 +121,7 @@ struct Entries {
         return Kernels{.isa = isa,
                        .prepare_fp8 = prepare_fp8,
                        .prepare_fp4 = prepare_fp4,
+                       .prepare_bf16 = prepare_bf16,
                        .act_quant = act_quant,
                        .gemm_fp8 = gemm_fp8,
                        .gemm_fp8_f32 = gemm_fp8_f32,

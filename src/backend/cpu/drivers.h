@@ -20,6 +20,8 @@ void gemm_fp4(const IsaOps& ops, const Fp8Acts& a, const Fp4Matrix& w, bf16* out
 void gemm_fp4_grouped(const IsaOps& ops, const Fp4Gemm* gemms, int64_t count, ThreadPool& pool);
 void gemm_bf16(const IsaOps& ops, const bf16* x, int64_t n, const Bf16Matrix& w, bf16* out, int64_t ldo,
                ThreadPool& pool);
+// A kBf16Tiles layout where the ISA reads one (IsaOps::gemm_f32_bf16w_tiles, AMX granted), else none.
+void prepare_bf16(const IsaOps& ops, const Bf16Matrix& w, PackedWeight* out, ThreadPool& pool);
 void gemm_f32_bf16w(const IsaOps& ops, const float* x, int64_t n, const Bf16Matrix& w, float* out, int64_t ldo,
                     ThreadPool& pool);
 void gemm_f32(const IsaOps& ops, const float* x, int64_t n, const F32Matrix& w, float* out, int64_t ldo,
@@ -53,6 +55,7 @@ void for_chunks(ThreadPool& pool, int64_t n, int64_t chunk, const std::function<
 struct ThreadScratch {
     AlignedBuffer acts, act_scales, fp4_row, gemm, dense, pack, attn, topk;
     AlignedBuffer bits_acts;    // IsaOps::fp8_bits_acts of acts
+    AlignedBuffer planes;       // the calling thread's split_bf16x3 planes of a gemm_f32_bf16w on tiles
     bool bits_acts_ok = false;  // ... and whether it accepted them
 };
 ThreadScratch& thread_scratch();

@@ -150,4 +150,27 @@ void prepare_fp4(const Fp4Matrix& w, PackedWeight* out, ThreadPool& pool) {
     out->plain_scales = std::none_of(scales, scales + w.rows * (w.cols / 32), [](uint8_t b) { return b == 0 || b == 255; });
 }
 
+void prepare_bf16_tiles(const Bf16Matrix& w, PackedWeight* out, ThreadPool& pool) {
+    const int64_t groups = row_groups(w.rows), kb_count = w.cols / 32;
+    out->layout = PackedLayout::kBf16Tiles;
+    out->rows = w.rows;
+    out->cols = w.cols;
+    auto* base = reinterpret_cast<uint32_t*>(out->allocate(static_cast<size_t>(bf16_tiles_bytes(w.rows, w.cols))));
+    const auto* src = reinterpret_cast<const uint16_t*>(w.data);
+    pool.parallel_for(static_cast<size_t>(groups), [&](size_t g0, size_t g1, int) {
+        for (auto g = static_cast<int64_t>(g0); g < static_cast<int64_t>(g1); ++g)
+            for (int64_t kb = 0; kb < kb_count; ++kb) {
+                uint32_t* tile = base + (g * kb_count + kb) * (kBf16TileBytes / 4);
+                for (int64_t r = 0; r < kGroupRows; ++r) {
+                    const int64_t row = g * kGroupRows + r;
+                    const uint16_t* p = src + row * w.cols + 32 * kb;
+                    for (int t = 0; t < 16; ++t)
+                        tile[t * 16 + r] = row < w.rows ? static_cast<uint32_t>(p[2 * t]) |
+                                                              static_cast<uint32_t>(p[2 * t + 1]) << 16
+                                                        : 0u;
+                }
+            }
+    });
+}
+
 }  // namespace deepinfer::backend::cpu

@@ -30,6 +30,7 @@
 // Padding rows have zero codes and scale 127 (1.0).
 #pragma once
 
+#include <algorithm>
 #include <cstdint>
 
 #include "backend/cpu/x86/isa_ops.h"
@@ -57,5 +58,12 @@ void pack_fp4_groups(const Fp4Matrix& w, int64_t g0, int64_t g1, uint8_t* codes_
 // The prepare_fp8 / prepare_fp4 entries of the SIMD tables: the whole weight, row groups split over the pool.
 void prepare_fp8(const Fp8Matrix& w, PackedWeight* out, ThreadPool& pool);
 void prepare_fp4(const Fp4Matrix& w, PackedWeight* out, ThreadPool& pool);
+
+// kBf16Tiles (cols % 32 == 0): row group g's block kb (32 columns) is the 1 KB tile at (g * cols / 32 + kb) * 1024,
+// laid out as the B operand of tdpbf16ps: dword [t][r] (t < 16 column pairs, r < 16 rows) = the bf16 pair
+// (w[16 g + r][32 kb + 2 t], w[16 g + r][32 kb + 2 t + 1]); rows past the last are zero.
+inline constexpr int64_t kBf16TileBytes = 1024;
+inline int64_t bf16_tiles_bytes(int64_t rows, int64_t cols) { return row_groups(rows) * (cols / 32) * kBf16TileBytes; }
+void prepare_bf16_tiles(const Bf16Matrix& w, PackedWeight* out, ThreadPool& pool);
 
 }  // namespace deepinfer::backend::cpu
