@@ -389,10 +389,10 @@ void gemm_bf16(const IsaOps& ops, const bf16* x, int64_t n, const Bf16Matrix& w,
     gemm_dense(ops.gemm_bf16, x, n, w.cols, w.data, w.rows, 2, out, 2, ldo, pool);
 }
 
-void split_bf16x3(const float* x, int64_t n, int64_t n_pad, int64_t k, bf16* out) {
+void split_bf16x3(const float* x, int64_t n, int64_t k, bf16* out) {
     auto* hi = reinterpret_cast<uint16_t*>(out);
-    uint16_t* mid = hi + n_pad * k;
-    uint16_t* lo = mid + n_pad * k;
+    uint16_t* mid = hi + n * k;
+    uint16_t* lo = mid + n * k;
     auto bits = [](float v) {
         uint32_t b;
         std::memcpy(&b, &v, 4);
@@ -417,7 +417,6 @@ void split_bf16x3(const float* x, int64_t n, int64_t n_pad, int64_t k, bf16* out
         mid[e] = static_cast<uint16_t>(mb >> 16);
         lo[e] = static_cast<uint16_t>(lb >> 16);
     }
-    for (uint16_t* plane : {hi, mid, lo}) std::memset(plane + n * k, 0, static_cast<size_t>((n_pad - n) * k) * 2);
 }
 
 void prepare_bf16(const IsaOps& ops, const Bf16Matrix& w, PackedWeight* out, ThreadPool& pool) {
@@ -441,11 +440,11 @@ void gemm_f32_bf16w(const IsaOps& ops, const float* x, int64_t n, const Bf16Matr
                  pw->cols, w.rows, w.cols);
     if (n == 0 || w.rows == 0) return;
     // The rows split once per call into the planes (in the calling thread's scratch), then row groups over the pool.
-    const int64_t k = w.cols, n_pad = (n + 15) / 16 * 16, kb_count = k / 32, groups = row_groups(w.rows);
+    const int64_t k = w.cols, kb_count = k / 32, groups = row_groups(w.rows);
     AlignedBuffer& planes = thread_scratch().planes;
-    planes.ensure(static_cast<size_t>(3 * n_pad * k) * sizeof(bf16));
+    planes.ensure(static_cast<size_t>(3 * n * k) * sizeof(bf16));
     auto* split = reinterpret_cast<bf16*>(planes.data());
-    split_bf16x3(x, n, n_pad, k, split);
+    split_bf16x3(x, n, k, split);
     for_chunks(pool, groups, chunk_size(groups, pool, 1), [](int) {}, [&](int64_t g0, int64_t g1, int) {
         ops.gemm_f32_bf16w_tiles(DenseGemmTask{split, n, k, pw->data + g0 * kb_count * kBf16TileBytes,
                                                std::min(w.rows, g1 * kGroupRows) - g0 * kGroupRows,

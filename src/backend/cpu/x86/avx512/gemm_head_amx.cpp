@@ -49,7 +49,7 @@ inline void multiply_block(const uint8_t* const* b, const uint16_t* hi, const ui
 
 // One pass: activation rows [i0, i0 + 16) against Q groups from group g (tiles at `tiles`), results to out.
 template <int Q>
-void pass(const DenseGemmTask& t, const uint16_t* planes, int64_t n_pad, const uint8_t* tiles, int64_t g, int64_t i0,
+void pass(const DenseGemmTask& t, const uint16_t* planes, const uint8_t* tiles, int64_t g, int64_t i0,
           float* out) {
     const int64_t k = t.k, kb_count = k / 32;
     _tile_zero(0);
@@ -57,8 +57,8 @@ void pass(const DenseGemmTask& t, const uint16_t* planes, int64_t n_pad, const u
     if constexpr (Q > 2) _tile_zero(2);
     if constexpr (Q > 3) _tile_zero(3);
     const uint16_t* hi = planes + i0 * k;
-    const uint16_t* mid = hi + n_pad * k;
-    const uint16_t* lo = mid + n_pad * k;
+    const uint16_t* mid = hi + t.n * k;  // (the planes hold only the task's rows: the tiles load m of them)
+    const uint16_t* lo = mid + t.n * k;
     const uint8_t* b[kGroups];
     for (int q = 0; q < Q; ++q) b[q] = tiles + (g + q) * kb_count * kTileBytes;
     for (int64_t kb = 0; kb < kb_count; ++kb) {
@@ -89,7 +89,7 @@ void pass(const DenseGemmTask& t, const uint16_t* planes, int64_t n_pad, const u
 }  // namespace
 
 void gemm_f32_bf16w_tiles(const DenseGemmTask& t) {
-    const int64_t n_pad = (t.n + 15) / 16 * 16, groups = (t.rows + 15) / 16;
+    const int64_t groups = (t.rows + 15) / 16;
     const auto* planes = static_cast<const uint16_t*>(t.x);
     const auto* tiles = static_cast<const uint8_t*>(t.w);
     auto* out = static_cast<float*>(t.out);
@@ -107,10 +107,10 @@ void gemm_f32_bf16w_tiles(const DenseGemmTask& t) {
                 config.load();
                 configured = m;
             }
-            if (q == 4) pass<4>(t, planes, n_pad, tiles, g, i0, out);
-            else if (q == 3) pass<3>(t, planes, n_pad, tiles, g, i0, out);
-            else if (q == 2) pass<2>(t, planes, n_pad, tiles, g, i0, out);
-            else pass<1>(t, planes, n_pad, tiles, g, i0, out);
+            if (q == 4) pass<4>(t, planes, tiles, g, i0, out);
+            else if (q == 3) pass<3>(t, planes, tiles, g, i0, out);
+            else if (q == 2) pass<2>(t, planes, tiles, g, i0, out);
+            else pass<1>(t, planes, tiles, g, i0, out);
         }
     }
     _tile_release();
