@@ -205,23 +205,21 @@ void prepare_for_kernels(ModelWeights& w) {
     // Repack every quantized weight once into the active kernel table's layout (the checkpoint layout stays
     // mapped for the scalar reference); GEMMs on unprepared weights would repack on every call.
     const backend::Kernels& k = backend::active_kernels();
-    auto fp8 = [&](Fp8Matrix& m) {
-        if (!m.codes) return;
+    // One weight into the arena in the table's layout (prepare_fp8 / prepare_fp4 / prepare_bf16); kept where the
+    // table made one, else the weight stays read as it is.
+    auto prepare = [&](auto& m, auto prepare_fn) {
         auto p = std::make_unique<backend::PackedWeight>();
         p->arena = &w.packed_arena;
-        k.prepare_fp8(m, p.get(), ThreadPool::global());
+        prepare_fn(m, p.get(), ThreadPool::global());
         if (p->layout == backend::PackedLayout::kNone) return;
         m.prepared = p.get();
         w.packed.push_back(std::move(p));
     };
+    auto fp8 = [&](Fp8Matrix& m) {
+        if (m.codes) prepare(m, k.prepare_fp8);
+    };
     auto fp4 = [&](Fp4Matrix& m) {
-        if (!m.packed) return;
-        auto p = std::make_unique<backend::PackedWeight>();
-        p->arena = &w.packed_arena;
-        k.prepare_fp4(m, p.get(), ThreadPool::global());
-        if (p->layout == backend::PackedLayout::kNone) return;
-        m.prepared = p.get();
-        w.packed.push_back(std::move(p));
+        if (m.packed) prepare(m, k.prepare_fp4);
     };
     // The mHC mixes' fp32 weights (2 MB each released) are read in place by every table; copied into the arena
     // they stream through huge pages like the packed weights (from the mapped checkpoint's 4 KB pages a call took
@@ -248,18 +246,9 @@ void prepare_for_kernels(ModelWeights& w) {
     }
     // The LM head (this rank's rows under TP) where the table reads a layout of its own: AMX tiles on AVX-512
     // (backend/cpu/x86/avx512/gemm_head_amx.cpp); other tables read it as it is.
-    auto bf16 = [&](Bf16Matrix& m) {
-        if (!k.prepare_bf16 || !m.data) return;
-        auto p = std::make_unique<backend::PackedWeight>();
-        p->arena = &w.packed_arena;
-        k.prepare_bf16(m, p.get(), ThreadPool::global());
-        if (p->layout == backend::PackedLayout::kNone) return;
-        m.prepared = p.get();
-        w.packed.push_back(std::move(p));
-    };
+    if (k.prepare_bf16 && w.head.data) prepare(w.head, k.prepare_bf16);
     // (The compressor's fp32 x bf16 linears prepared the same way measured no faster: 2048-token TTFT and batch 1 /
     // 16 steps within noise, docs/PERFORMANCE.md.)
-    bf16(w.head);
 }
 
 }  // namespace deepinfer::model

@@ -1,7 +1,7 @@
 // Sparse attention's two products per block of 64 kv rows on AMX tiles (attention_amx.cpp), for CPUs where
 // core/cpu_features.h amx_enabled(). They read the arrangements attention_avx512.cpp makes for its vdpbf16ps
 // tiles, which are B tiles of tdpbf16ps as they lie: the kv block transposed by column pairs for Q.K, by row
-// pairs for P.V.
+// pairs for P.V. The lightning indexer's scores take qk_amx too (attention_avx512.cpp index_scores).
 #pragma once
 
 #include <cstdint>
