@@ -4,6 +4,7 @@
 #include <cmath>
 #include <vector>
 
+#include "core/scratch_pool.h"
 #include "core/thread_pool.h"
 #include "model/forward_state.h"
 #include "ops/elementwise.h"
@@ -16,7 +17,7 @@ void Model::hc_mixes(const bf16* stream, int64_t n, const F32Matrix& fn, const f
                      float* pre, float* post, float* comb) {
     const ModelConfig& c = config_;
     const int hc = c.hc_mult, width = c.hc_dim(), mix = c.hc_mix_dim();
-    std::vector<float> x(n * width), mixes(n * mix);
+    ScratchVector<float> x(n * width), mixes(n * mix);
     ops::bf16_to_f32(stream, n * width, x.data());
     ops::linear_f32(x.data(), n, fn, mixes.data());  // fn . x with the un-normalised stream
     // One statistic over all copies jointly (spec §5.2 HC), summed in order: rows over the pool (one row's
@@ -59,9 +60,9 @@ void Model::run_block(int L, bf16* stream, float* pre_in, int64_t n, const Atten
     const BlockWeights& w = weights_->blocks[L];
     const int hc = c.hc_mult, D = c.hidden_size;
     const float eps = static_cast<float>(c.rms_norm_eps);
-    std::vector<float> pre_a(n * hc), post_a(n * hc), comb_a(n * hc * hc);
-    std::vector<float> pre_f(n * hc), post_f(n * hc), comb_f(n * hc * hc);
-    std::vector<bf16> collapsed(n * D), normed(n * D), sub_out(n * D), next(n * hc * D);
+    ScratchVector<float> pre_a(n * hc), post_a(n * hc), comb_a(n * hc * hc);
+    ScratchVector<float> pre_f(n * hc), post_f(n * hc), comb_f(n * hc * hc);
+    ScratchVector<bf16> collapsed(n * D), normed(n * D), sub_out(n * D), next(n * hc * D);
 
     // Attention sublayer.
     hc_mixes(stream, n, w.hc_attn_fn, w.hc_attn_scale, w.hc_attn_base, pre_a.data(), post_a.data(), comb_a.data());

@@ -11,6 +11,7 @@
 #include "backend/kernels.h"
 #include "core/check.h"
 #include "core/quant_records.h"
+#include "core/scratch_pool.h"
 #include "core/thread_pool.h"
 #include "model/forward_state.h"
 #include "ops/elementwise.h"
@@ -73,7 +74,7 @@ void Model::compressed_topk(Forward& f, int L, const bf16* x, const bf16* qr) {
         std::vector<kv::SequenceCache*> latent_cache;
         if (R == 1) {
             // Ratio 1: norm(bf16 Linear(wkv, x)) per token, no gate, no state (model.py:461-462).
-            std::vector<bf16> raw(n * hd);
+            ScratchVector<bf16> raw(n * hd);
             latents.resize(n * hd);
             ops::linear_bf16(x, n, w.compressor_wkv, raw.data());
             ops::rms_norm(raw.data(), n, hd, w.compressor_norm, eps, latents.data());
@@ -84,7 +85,7 @@ void Model::compressed_topk(Forward& f, int L, const bf16* x, const bf16* qr) {
                 }
         } else {
             // Ratio 2: fp32 u = Wkv x, g = Wgate x; pairs pooled with a per-lane softmax over the two tokens.
-            std::vector<float> xf(n * D), u(n * hd), g(n * hd);
+            ScratchVector<float> xf(n * D), u(n * hd), g(n * hd);
             ops::bf16_to_f32(x, n * D, xf.data());
             ops::linear_f32(xf.data(), n, w.compressor_wkv, u.data());
             ops::linear_f32(xf.data(), n, w.compressor_wgate, g.data());
@@ -120,7 +121,7 @@ void Model::compressed_topk(Forward& f, int L, const bf16* x, const bf16* qr) {
         }
         const int64_t n_new = static_cast<int64_t>(latent_entry.size());
         // Index keys from the pre-RoPE latents: k_norm(wk(latent)), RoPE at the group's first token, fp4 QDQ.
-        std::vector<bf16> kraw(n_new * Di), keys(n_new * Di);
+        ScratchVector<bf16> kraw(n_new * Di), keys(n_new * Di);
         ops::linear_bf16(latents.data(), n_new, w.indexer_wk, kraw.data());
         ops::rms_norm(kraw.data(), n_new, Di, w.indexer_k_norm, eps, keys.data());
         for (int64_t e = 0; e < n_new; ++e) {
@@ -139,7 +140,7 @@ void Model::compressed_topk(Forward& f, int L, const bf16* x, const bf16* qr) {
     if (!role.index_source) return;  // consumers reuse the top-k their index source published
 
     // Index queries and head weights for every row (spec §5.3.5).
-    std::vector<bf16> qi(n * Hi * Di), wts(n * Hi);
+    ScratchVector<bf16> qi(n * Hi * Di), wts(n * Hi);
     ops::linear_fp8(qr, n, w.indexer_wq_b, qi.data());
     for (int64_t i = 0; i < n; ++i) rope.apply(qi.data() + i * Hi * Di + (Di - rd), Hi, Di, f.positions[i], false);
     ops::fp4_index_qdq_rows(qi.data(), n * Hi, Di);
@@ -147,8 +148,8 @@ void Model::compressed_topk(Forward& f, int L, const bf16* x, const bf16* qr) {
     const float weight_scale = static_cast<float>(std::pow(static_cast<double>(Di), -0.5) * std::pow(static_cast<double>(Hi), -0.5));
     for (auto& v : wts) v = float_to_bf16(bf16_to_float(v) * weight_scale);
 
-    std::vector<bf16> keys;
-    std::vector<float> scores;
+    ScratchVector<bf16> keys;
+    ScratchVector<float> scores;
     for (size_t si = 0; si < f.batch.seqs.size(); ++si) {
         const SeqChunk& s = f.batch.seqs[si];
         Forward::Seq& fs = f.seqs[si];

@@ -4,6 +4,7 @@
 #include <vector>
 
 #include "backend/kernels.h"
+#include "core/scratch_pool.h"
 #include "core/thread_pool.h"
 #include "model/forward_state.h"
 #include "ops/elementwise.h"
@@ -19,10 +20,10 @@ void Model::engram(Forward& f, int L, bf16* stream) {
     const std::vector<int64_t>& ids = f.engram_row_ids[c.roles[L].engram_index];
 
     // Rows dequantized to bf16 (fp32 product of e4m3 and the per-32 e8m0 scale), in column order.
-    std::vector<bf16> gathered(n * cols * ehd);
+    ScratchVector<bf16> gathered(n * cols * ehd);
     backend::active_kernels().gather_fp8_rows(w.engram_table, w.engram_scale, ehd, ids.data(), n * cols,
                                               gathered.data(), ThreadPool::global());
-    std::vector<bf16> kv(n * D * (hc + 1));
+    ScratchVector<bf16> kv(n * D * (hc + 1));
     engram_projection(w, gathered.data(), n, kv.data());
 
     std::vector<float> weight(hc * D);  // q_weight * k_weight: only the product is used

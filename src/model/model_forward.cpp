@@ -5,6 +5,7 @@
 #include <cstring>
 
 #include "core/check.h"
+#include "core/scratch_pool.h"
 #include "model/forward_state.h"
 #include "ops/elementwise.h"
 #include "ops/hyper_connection.h"
@@ -69,7 +70,7 @@ Status Model::forward(kv::KvPools& pools, const ForwardBatch& batch, ForwardOutp
         const bf16* e = weights_->embed + static_cast<int64_t>(batch.tokens[i]) * D;
         for (int cpy = 0; cpy < hc; ++cpy) std::memcpy(stream + (i * hc + cpy) * D, e, D * sizeof(bf16));
     }
-    std::vector<float> pre_in(f.n * hc, 0.0f);
+    ScratchVector<float> pre_in(f.n * hc, 0.0f);
     for (int64_t i = 0; i < f.n; ++i) pre_in[i * hc] = 1.0f;
 
     const int n_targets = static_cast<int>(c.dspark_target_layer_ids.size());

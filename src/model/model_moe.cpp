@@ -6,6 +6,7 @@
 #include <numeric>
 #include <vector>
 
+#include "core/scratch_pool.h"
 #include "model/model.h"
 #include "ops/elementwise.h"
 #include "ops/linear.h"
@@ -57,7 +58,7 @@ void Model::moe(int block_index, const bf16* x_mine, int64_t n_mine, bf16* out) 
     const float limit = static_cast<float>(c.swiglu_limit);
 
     // Router, all fp32.
-    std::vector<float> xf(n * D), scores(n * E);
+    ScratchVector<float> xf(n * D), scores(n * E);
     ops::bf16_to_f32(x, n * D, xf.data());
     ops::linear_f32(xf.data(), n, w.gate, scores.data());
     std::vector<int> selected(n * K);
@@ -96,12 +97,12 @@ void Model::moe(int block_index, const bf16* x_mine, int64_t n_mine, bf16* out) 
     // A batch closes once it holds kBatchRows rows: prefill experts have rows enough to fill the threads
     // alone, and the batch's buffers stay small.
     constexpr int64_t kBatchRows = 64;
-    std::vector<float> y(n * D, 0.0f);
+    ScratchVector<float> y(n * D, 0.0f);
     struct ExpertRows {
         int e;
         std::vector<int64_t> rows;
         std::vector<float> row_weight;
-        std::vector<bf16> xin, gate, up, h, eo;
+        ScratchVector<bf16> xin, gate, up, h, eo;
     };
     std::vector<ExpertRows> batch;
     int64_t batch_rows = 0;
@@ -150,7 +151,7 @@ void Model::moe(int block_index, const bf16* x_mine, int64_t n_mine, bf16* out) 
     // Expert parallelism: the partial sums of every rank's experts, added in fp32 (the reference's all_reduce);
     // under DP attention each rank gets back the sums of its own rows.
     if (plan_.dp_size > 1 && x != x_mine) {
-        std::vector<float> mine(static_cast<size_t>(n_mine) * D);
+        ScratchVector<float> mine(static_cast<size_t>(n_mine) * D);
         if (comm_status_.is_ok()) {
             Status s = plan_.dp->reduce_scatter_sum_v(y.data(), row_counts, mine.data());
             if (!s.is_ok()) comm_status_ = s.with_context("MoE reduce-scatter");
@@ -164,7 +165,7 @@ void Model::moe(int block_index, const bf16* x_mine, int64_t n_mine, bf16* out) 
     // intermediate dimension, w2 partial sums in fp32, summed over the group and rounded to bf16 once.
     n = n_mine;
     const int64_t Is = w.shared_w1.rows;  // I, or I / tp under the split
-    std::vector<bf16> gate, up, h, eo;
+    ScratchVector<bf16> gate, up, h, eo;
     gate.resize(n * Is);
     up.resize(n * Is);
     h.resize(n * Is);
@@ -172,7 +173,7 @@ void Model::moe(int block_index, const bf16* x_mine, int64_t n_mine, bf16* out) 
     ops::linear_fp8(x_mine, n, w.shared_w3, up.data());
     ops::swiglu(gate.data(), up.data(), n, Is, limit, nullptr, h.data());
     if (w.shared_split) {
-        std::vector<float> partial(n * D);
+        ScratchVector<float> partial(n * D);
         ops::linear_fp8_f32(h.data(), n, w.shared_w2, partial.data());
         all_reduce(plan_.tp, partial.data(), partial.size());
         for (int64_t i = 0; i < n * D; ++i) out[i] = float_to_bf16(y[i] + bf16_to_float(float_to_bf16(partial[i])));

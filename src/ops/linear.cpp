@@ -5,6 +5,7 @@
 
 #include "core/aligned_buffer.h"
 #include "core/check.h"
+#include "core/scratch_pool.h"
 #include "ops/op_profile.h"
 
 namespace deepinfer::ops {
@@ -103,7 +104,7 @@ void linear_fp4_grouped(const std::vector<Fp4Linear>& linears) {
                                           return n > 0 ? fp4_bytes(r, c) : 0.0;
                                       });
     // act_quant of each distinct input, into buffers owned by this call (the scratch holds one input)
-    std::vector<std::vector<uint8_t>> codes, scales;
+    std::vector<ScratchVector<uint8_t>> codes, scales;
     std::vector<backend::Fp4Gemm> gemms;
     gemms.reserve(linears.size());
     const bf16* last = nullptr;
