@@ -7,6 +7,7 @@
 
 #include "core/quant_records.h"
 #include "core/scratch_pool.h"
+#include "core/thread_pool.h"
 #include "model/forward_state.h"
 #include "ops/elementwise.h"
 #include "ops/linear.h"
@@ -28,20 +29,29 @@ void Model::attention(Forward& f, int L, const bf16* x, bf16* out) {
     ops::linear_fp8(x, n, w.wq_a, qa.data());
     ops::rms_norm(qa.data(), n, ql, w.q_norm, eps, qr.data());
     ops::linear_fp8(qr.data(), n, w.wq_b, q.data());
-    for (int64_t i = 0; i < n; ++i) rope.apply(q.data() + i * H * hd + (hd - rd), H, hd, f.positions[i], false);
+    ThreadPool& pool = ThreadPool::global();
+    // Row loops over the pool from kRowGrain rows (prefill; serial they kept the other threads waiting).
+    constexpr size_t kRowGrain = 16;
+    pool.parallel_for(static_cast<size_t>(n), [&](size_t i0, size_t i1, int) {
+        for (size_t i = i0; i < i1; ++i) rope.apply(q.data() + i * H * hd + (hd - rd), H, hd, f.positions[i], false);
+    }, kRowGrain);
 
     // Window KV: kv_norm(wkv(x)), RoPE, fp8 QDQ over all lanes, stored as records (spec §5.3.2).
     ScratchVector<bf16> kva(n * hd), kvn(n * hd);
     ops::linear_fp8(x, n, w.wkv, kva.data());
     ops::rms_norm(kva.data(), n, hd, w.kv_norm, eps, kvn.data());
-    std::vector<float> row(hd);
+    std::vector<const SeqChunk*> seq_of_row(n);
     for (const SeqChunk& s : f.batch.seqs)
-        for (int32_t r = 0; r < s.n_rows; ++r) {
-            const int64_t i = s.row_begin + r;
+        for (int32_t r = 0; r < s.n_rows; ++r) seq_of_row[s.row_begin + r] = &s;
+    pool.parallel_for(static_cast<size_t>(n), [&](size_t i0, size_t i1, int) {
+        std::vector<float> row(hd);
+        for (size_t i = i0; i < i1; ++i) {
             rope.apply(kvn.data() + i * hd + (hd - rd), 1, hd, f.positions[i], false);
             ops::bf16_to_f32(kvn.data() + i * hd, hd, row.data());
-            pack_window_record(row.data(), hd, s.cache->window_record(f.pools, L, f.positions[i]), nullptr);
+            pack_window_record(row.data(), hd, seq_of_row[i]->cache->window_record(f.pools, L, f.positions[i]),
+                               nullptr);
         }
+    }, kRowGrain);
 
     if (role.compress_ratio != 0) compressed_topk(f, L, x, qr.data());
 
@@ -72,7 +82,7 @@ void Model::attention(Forward& f, int L, const bf16* x, bf16* out) {
         // Unpacked over the pool: a decode step unpacks up to W window records and index_topk compressed
         // entries per layer (O(context) until the top-k caps it), ~0.2 ms on one core at 512 entries.
         const int src = entries.empty() ? -1 : layout_.source_of_layer[L];
-        ThreadPool::global().parallel_for(
+        pool.parallel_for(
             static_cast<size_t>(n_kv),
             [&](size_t r0, size_t r1, int) {
                 for (auto r = static_cast<int64_t>(r0); r < static_cast<int64_t>(r1); ++r) {
@@ -92,26 +102,32 @@ void Model::attention(Forward& f, int L, const bf16* x, bf16* out) {
         // chunked prefill, decode and batching bit-identical to one-shot prefill, and equals the
         // reference's list exactly whenever it has no -1 entries (every decode step past the window).
         const int topk = std::min<int>(W, static_cast<int>(end - w0)) + k;
-        idx.assign(S * topk, -1);
-        for (int64_t r = 0; r < S; ++r) {
-            const int64_t t = start + r;
-            int32_t* list = idx.data() + r * topk;
-            int e = 0;
-            for (int64_t p = std::max<int64_t>(0, t - W + 1); p <= t; ++p) list[e++] = static_cast<int32_t>(p - w0);
-            for (int j = 0; j < k; ++j) {
-                int32_t entry = fs.topk[r * k + j];
-                if (entry < 0) continue;
-                auto pos = std::lower_bound(entries.begin(), entries.end(), entry) - entries.begin();
-                list[e++] = static_cast<int32_t>(n_win + pos);
+        idx.resize(S * topk);
+        pool.parallel_for(static_cast<size_t>(S), [&](size_t r0, size_t r1, int) {
+            for (auto r = static_cast<int64_t>(r0); r < static_cast<int64_t>(r1); ++r) {
+                const int64_t t = start + r;
+                int32_t* list = idx.data() + r * topk;
+                int e = 0;
+                for (int64_t p = std::max<int64_t>(0, t - W + 1); p <= t; ++p)
+                    list[e++] = static_cast<int32_t>(p - w0);
+                for (int j = 0; j < k; ++j) {
+                    int32_t entry = fs.topk[r * k + j];
+                    if (entry < 0) continue;
+                    auto pos = std::lower_bound(entries.begin(), entries.end(), entry) - entries.begin();
+                    list[e++] = static_cast<int32_t>(n_win + pos);
+                }
+                std::fill(list + e, list + topk, -1);
             }
-        }
+        }, kRowGrain);
         backend::active_kernels().sparse_attn(q.data() + s.row_begin * H * hd, S, H, hd, kv_rows.data(), idx.data(),
                                               topk, w.attn_sink, scale, o.data() + s.row_begin * H * hd,
                                               ThreadPool::global());
     }
 
     // Inverse RoPE at the query position, then the grouped low-rank output (spec §5.3.7).
-    for (int64_t i = 0; i < n; ++i) rope.apply(o.data() + i * H * hd + (hd - rd), H, hd, f.positions[i], true);
+    pool.parallel_for(static_cast<size_t>(n), [&](size_t i0, size_t i1, int) {
+        for (size_t i = i0; i < i1; ++i) rope.apply(o.data() + i * H * hd + (hd - rd), H, hd, f.positions[i], true);
+    }, kRowGrain);
     output_projection(w, o.data(), n, out);
     (void)D;
 }

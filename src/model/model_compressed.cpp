@@ -65,7 +65,6 @@ void Model::compressed_topk(Forward& f, int L, const bf16* x, const bf16* qr) {
     const int64_t n = f.n;
     const float eps = static_cast<float>(c.rms_norm_eps);
     const int src = layout_.source_of_layer[L];
-    std::vector<float> row(std::max(hd, Di));
 
     if (role.kv_source) {
         // New latents (pre-RoPE, bf16) of the groups completed in this forward, with their entry numbers.
@@ -86,7 +85,9 @@ void Model::compressed_topk(Forward& f, int L, const bf16* x, const bf16* qr) {
         } else {
             // Ratio 2: fp32 u = Wkv x, g = Wgate x; pairs pooled with a per-lane softmax over the two tokens.
             ScratchVector<float> xf(n * D), u(n * hd), g(n * hd);
-            ops::bf16_to_f32(x, n * D, xf.data());
+            ThreadPool::global().parallel_for(static_cast<size_t>(n), [&](size_t i0, size_t i1, int) {
+                ops::bf16_to_f32(x + i0 * D, static_cast<int64_t>(i1 - i0) * D, xf.data() + i0 * D);
+            }, 16);
             ops::linear_f32(xf.data(), n, w.compressor_wkv, u.data());
             ops::linear_f32(xf.data(), n, w.compressor_wgate, g.data());
             std::vector<bf16> pooled_bf16(hd), normed(hd);
@@ -124,17 +125,23 @@ void Model::compressed_topk(Forward& f, int L, const bf16* x, const bf16* qr) {
         ScratchVector<bf16> kraw(n_new * Di), keys(n_new * Di);
         ops::linear_bf16(latents.data(), n_new, w.indexer_wk, kraw.data());
         ops::rms_norm(kraw.data(), n_new, Di, w.indexer_k_norm, eps, keys.data());
-        for (int64_t e = 0; e < n_new; ++e) {
-            const int64_t group_pos = latent_entry[e] * R;
-            rope.apply(keys.data() + e * Di + (Di - rd), 1, Di, group_pos, false);
-            ops::bf16_to_f32(keys.data() + e * Di, Di, row.data());
-            pack_index_key_record(row.data(), Di, latent_cache[e]->index_record(f.pools, src, latent_entry[e]), nullptr);
-            // Compressed KV: RoPE on the latent's last rd lanes, then fp4 QDQ with e4m3 scales per 16.
-            bf16* lat = latents.data() + e * hd;
-            rope.apply(lat + (hd - rd), 1, hd, group_pos, false);
-            ops::bf16_to_f32(lat, hd, row.data());
-            pack_compressed_record(row.data(), hd, latent_cache[e]->compressed_record(f.pools, src, latent_entry[e]), nullptr);
-        }
+        // Entries over the pool (each writes its own records).
+        ThreadPool::global().parallel_for(static_cast<size_t>(n_new), [&](size_t e0, size_t e1, int) {
+            std::vector<float> row(std::max(hd, Di));
+            for (auto e = static_cast<int64_t>(e0); e < static_cast<int64_t>(e1); ++e) {
+                const int64_t group_pos = latent_entry[e] * R;
+                rope.apply(keys.data() + e * Di + (Di - rd), 1, Di, group_pos, false);
+                ops::bf16_to_f32(keys.data() + e * Di, Di, row.data());
+                pack_index_key_record(row.data(), Di, latent_cache[e]->index_record(f.pools, src, latent_entry[e]),
+                                      nullptr);
+                // Compressed KV: RoPE on the latent's last rd lanes, then fp4 QDQ with e4m3 scales per 16.
+                bf16* lat = latents.data() + e * hd;
+                rope.apply(lat + (hd - rd), 1, hd, group_pos, false);
+                ops::bf16_to_f32(lat, hd, row.data());
+                pack_compressed_record(row.data(), hd,
+                                       latent_cache[e]->compressed_record(f.pools, src, latent_entry[e]), nullptr);
+            }
+        }, 16);
     }
 
     if (!role.index_source) return;  // consumers reuse the top-k their index source published
@@ -142,8 +149,12 @@ void Model::compressed_topk(Forward& f, int L, const bf16* x, const bf16* qr) {
     // Index queries and head weights for every row (spec §5.3.5).
     ScratchVector<bf16> qi(n * Hi * Di), wts(n * Hi);
     ops::linear_fp8(qr, n, w.indexer_wq_b, qi.data());
-    for (int64_t i = 0; i < n; ++i) rope.apply(qi.data() + i * Hi * Di + (Di - rd), Hi, Di, f.positions[i], false);
-    ops::fp4_index_qdq_rows(qi.data(), n * Hi, Di);
+    // RoPE and the fp4 QDQ by rows over the pool (serial, ~2% of a 2048-token prefill's samples)
+    ThreadPool::global().parallel_for(static_cast<size_t>(n), [&](size_t i0, size_t i1, int) {
+        for (size_t i = i0; i < i1; ++i)
+            rope.apply(qi.data() + i * Hi * Di + (Di - rd), Hi, Di, f.positions[i], false);
+        ops::fp4_index_qdq_rows(qi.data() + i0 * Hi * Di, static_cast<int64_t>(i1 - i0) * Hi, Di);
+    }, 16);
     ops::linear_bf16(x, n, w.indexer_weights_proj, wts.data());
     const float weight_scale = static_cast<float>(std::pow(static_cast<double>(Di), -0.5) * std::pow(static_cast<double>(Hi), -0.5));
     for (auto& v : wts) v = float_to_bf16(bf16_to_float(v) * weight_scale);
@@ -175,7 +186,8 @@ void Model::compressed_topk(Forward& f, int L, const bf16* x, const bf16* qr) {
             fs.candidates.assign(S * compress_len, 0);
             fs.candidate_width = compress_len;
         }
-        for (int64_t r = 0; r < S; ++r) {
+        // Rows over the pool (a prefill row's top-k runs over every compressed entry of the sequence).
+        auto select_row = [&](int64_t r) {
             float* sr = scores.data() + r * compress_len;
             const int64_t n_vis = (s.start_pos + r + 1) / R;
             for (int64_t j = n_vis; j < compress_len; ++j) sr[j] = kNegInf;
@@ -189,7 +201,10 @@ void Model::compressed_topk(Forward& f, int L, const bf16* x, const bf16* qr) {
                     if (!mask[j]) sr[j] = kNegInf;
             }
             top_k_row(sr, compress_len, fs.k, n_vis, fs.topk.data() + r * fs.k);
-        }
+        };
+        ThreadPool::global().parallel_for(static_cast<size_t>(S), [&](size_t r0, size_t r1, int) {
+            for (size_t r = r0; r < r1; ++r) select_row(static_cast<int64_t>(r));
+        }, 16);
     }
 }
 

@@ -30,7 +30,8 @@ void Model::engram(Forward& f, int L, bf16* stream) {
     for (int i = 0; i < hc * D; ++i) weight[i] = bf16_to_float(w.engram_q_weight[i]) * bf16_to_float(w.engram_k_weight[i]);
     const float eps = static_cast<float>(c.rms_norm_eps);
     const float inv_sqrt_dim = static_cast<float>(std::pow(static_cast<double>(D), -0.5));
-    for (int64_t i = 0; i < n; ++i) {
+    // One row's gates and update; rows over the pool (serial, they kept the other threads waiting).
+    auto gate_row = [&](int64_t i) {
         const bf16* row_kv = kv.data() + i * D * (hc + 1);
         const bf16* value = row_kv + hc * D;
         for (int cpy = 0; cpy < hc; ++cpy) {
@@ -49,7 +50,10 @@ void Model::engram(Forward& f, int L, bf16* stream) {
             float gate = ops::sigmoid(std::copysign(std::sqrt(std::fmax(std::fabs(dot), 1e-6f)), dot));
             for (int k = 0; k < D; ++k) h[k] = float_to_bf16(bf16_to_float(h[k]) + gate * bf16_to_float(value[k]));
         }
-    }
+    };
+    ThreadPool::global().parallel_for(static_cast<size_t>(n), [&](size_t i0, size_t i1, int) {
+        for (size_t i = i0; i < i1; ++i) gate_row(static_cast<int64_t>(i));
+    }, 16);
 }
 
 }  // namespace deepinfer::model

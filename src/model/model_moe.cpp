@@ -7,6 +7,7 @@
 #include <vector>
 
 #include "core/scratch_pool.h"
+#include "core/thread_pool.h"
 #include "model/model.h"
 #include "ops/elementwise.h"
 #include "ops/linear.h"
@@ -57,14 +58,20 @@ void Model::moe(int block_index, const bf16* x_mine, int64_t n_mine, bf16* out) 
     const int D = c.hidden_size, I = c.moe_intermediate_size, E = role.n_routed_experts, K = role.n_activated_experts;
     const float limit = static_cast<float>(c.swiglu_limit);
 
-    // Router, all fp32.
+    // Router, all fp32. The row loops here and the gathers and sums below run over the pool from kRowGrain rows:
+    // serial on the model's thread they kept the other threads waiting (docs/PERFORMANCE.md, "Sixteenth
+    // session": with the other serial loops of a prefill, 9% of its time).
+    ThreadPool& pool = ThreadPool::global();
+    constexpr int64_t kRowGrain = 16;  // fewer rows stay on the calling thread (a decode step's)
     ScratchVector<float> xf(n * D), scores(n * E);
-    ops::bf16_to_f32(x, n * D, xf.data());
+    pool.parallel_for(static_cast<size_t>(n), [&](size_t i0, size_t i1, int) {
+        ops::bf16_to_f32(x + i0 * D, static_cast<int64_t>(i1 - i0) * D, xf.data() + i0 * D);
+    }, kRowGrain);
     ops::linear_f32(xf.data(), n, w.gate, scores.data());
     std::vector<int> selected(n * K);
     std::vector<float> weights(n * K);
-    std::vector<float> biased(E);
-    for (int64_t i = 0; i < n; ++i) {
+    // Row i's scores, its top K (the bias only selects) and their weights; biased: E floats of scratch.
+    auto route = [&](int64_t i, float* biased) {
         float* s = scores.data() + i * E;
         for (int e = 0; e < E; ++e) s[e] = s[e] / static_cast<float>(c.gate_temp);
         switch (c.scoring_func) {
@@ -81,15 +88,19 @@ void Model::moe(int block_index, const bf16* x_mine, int64_t n_mine, bf16* out) 
                 break;
             }
         }
-        for (int e = 0; e < E; ++e) biased[e] = s[e] + w.gate_bias[e];  // the bias only selects
-        top_k(biased.data(), E, K, selected.data() + i * K);
+        for (int e = 0; e < E; ++e) biased[e] = s[e] + w.gate_bias[e];
+        top_k(biased, E, K, selected.data() + i * K);
         float sum = 0.0f;
         for (int k = 0; k < K; ++k) sum += (weights[i * K + k] = s[selected[i * K + k]]);
         for (int k = 0; k < K; ++k) {
             if (c.norm_topk_prob && K > 1) weights[i * K + k] /= (sum + 1e-20f);  // literal 1e-20, not norm_eps
             weights[i * K + k] *= static_cast<float>(c.routed_scaling_factor);
         }
-    }
+    };
+    pool.parallel_for(static_cast<size_t>(n), [&](size_t i0, size_t i1, int) {
+        std::vector<float> biased(E);
+        for (auto i = static_cast<int64_t>(i0); i < static_cast<int64_t>(i1); ++i) route(i, biased.data());
+    }, kRowGrain);
 
     // Routed experts in ascending id; y accumulates in fp32. Experts run in batches (all of a decode step's in
     // one): every w1 / w3 of a batch in one grouped kernel call, SwiGLU, then every w2 in a second one, so the
@@ -120,24 +131,33 @@ void Model::moe(int block_index, const bf16* x_mine, int64_t n_mine, bf16* out) 
             down.push_back({r.h.data(), m, &w.experts[r.e].w2, r.eo.data()});
         }
         ops::linear_fp4_grouped(down);
-        for (const ExpertRows& r : batch)
-            for (size_t j = 0; j < r.rows.size(); ++j)
-                for (int k = 0; k < D; ++k) y[r.rows[j] * D + k] += bf16_to_float(r.eo[j * D + k]);
+        // y += each expert's rows, experts in order: split by columns, so each element's sum keeps that order
+        pool.parallel_for(static_cast<size_t>(D), [&](size_t k0, size_t k1, int) {
+            for (const ExpertRows& r : batch)
+                for (size_t j = 0; j < r.rows.size(); ++j)
+                    for (size_t k = k0; k < k1; ++k) y[r.rows[j] * D + k] += bf16_to_float(r.eo[j * D + k]);
+        }, batch_rows >= kRowGrain ? 64 : D);
         batch.clear();
         batch_rows = 0;
     };
+    // Each expert's rows in ascending order (one pass over the selections, not one per expert).
+    std::vector<std::vector<int64_t>> rows_of(static_cast<size_t>(E));
+    std::vector<std::vector<float>> weights_of(static_cast<size_t>(E));
+    for (int64_t i = 0; i < n; ++i)
+        for (int k = 0; k < K; ++k) {
+            const int e = selected[i * K + k];
+            if (e < w.expert_begin || e >= w.expert_end) continue;
+            rows_of[e].push_back(i);
+            weights_of[e].push_back(weights[i * K + k]);
+        }
     for (int e = w.expert_begin; e < w.expert_end; ++e) {  // this rank's experts (all of them without EP)
-        ExpertRows r{e, {}, {}, {}, {}, {}, {}, {}};
-        for (int64_t i = 0; i < n; ++i)
-            for (int k = 0; k < K; ++k)
-                if (selected[i * K + k] == e) {
-                    r.rows.push_back(i);
-                    r.row_weight.push_back(weights[i * K + k]);
-                }
-        if (r.rows.empty()) continue;
+        if (rows_of[e].empty()) continue;
+        ExpertRows r{e, std::move(rows_of[e]), std::move(weights_of[e]), {}, {}, {}, {}, {}};
         const int64_t m = static_cast<int64_t>(r.rows.size());
         r.xin.resize(m * D);
-        for (int64_t j = 0; j < m; ++j) std::copy(x + r.rows[j] * D, x + r.rows[j] * D + D, r.xin.begin() + j * D);
+        pool.parallel_for(static_cast<size_t>(m), [&](size_t j0, size_t j1, int) {
+            for (size_t j = j0; j < j1; ++j) std::copy(x + r.rows[j] * D, x + r.rows[j] * D + D, r.xin.begin() + j * D);
+        }, kRowGrain);
         r.gate.resize(m * I);
         r.up.resize(m * I);
         r.h.resize(m * I);
@@ -176,12 +196,16 @@ void Model::moe(int block_index, const bf16* x_mine, int64_t n_mine, bf16* out) 
         ScratchVector<float> partial(n * D);
         ops::linear_fp8_f32(h.data(), n, w.shared_w2, partial.data());
         all_reduce(plan_.tp, partial.data(), partial.size());
-        for (int64_t i = 0; i < n * D; ++i) out[i] = float_to_bf16(y[i] + bf16_to_float(float_to_bf16(partial[i])));
+        pool.parallel_for(static_cast<size_t>(n * D), [&](size_t i0, size_t i1, int) {
+            for (size_t i = i0; i < i1; ++i) out[i] = float_to_bf16(y[i] + bf16_to_float(float_to_bf16(partial[i])));
+        }, kRowGrain * D);
         return;
     }
     eo.resize(n * D);
     ops::linear_fp8(h.data(), n, w.shared_w2, eo.data());
-    for (int64_t i = 0; i < n * D; ++i) out[i] = float_to_bf16(y[i] + bf16_to_float(eo[i]));
+    pool.parallel_for(static_cast<size_t>(n * D), [&](size_t i0, size_t i1, int) {
+        for (size_t i = i0; i < i1; ++i) out[i] = float_to_bf16(y[i] + bf16_to_float(eo[i]));
+    }, kRowGrain * D);
 }
 
 }  // namespace deepinfer::model
