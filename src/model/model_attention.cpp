@@ -61,21 +61,27 @@ void Model::attention(Forward& f, int L, const bf16* x, bf16* out) {
     const float scale = static_cast<float>(std::pow(static_cast<double>(hd), -0.5));
     ScratchVector<bf16> kv_rows;
     ScratchVector<int32_t> idx;
-    std::vector<int32_t> entries;
+    std::vector<int32_t> entries, slot_of;
     for (size_t si = 0; si < f.batch.seqs.size(); ++si) {
         const SeqChunk& s = f.batch.seqs[si];
         const int64_t start = s.start_pos, end = s.start_pos + s.n_rows, S = s.n_rows;
         const int64_t w0 = std::max<int64_t>(0, start - (W - 1));
         const int64_t n_win = end - w0;
-        // Distinct compressed entries selected by any row of the chunk.
+        // Distinct compressed entries selected by any row of the chunk, ascending, and each one's place among
+        // them (slot_of[entry]). Marked, not sorted: a prefill chunk selects up to S * k of them.
         entries.clear();
         const Forward::Seq& fs = f.seqs[si];
         const int k = role.compress_ratio != 0 ? fs.k : 0;
         if (k > 0) {
+            const int32_t last = *std::max_element(fs.topk.begin(), fs.topk.end());
+            slot_of.assign(static_cast<size_t>(last + 1), -1);
             for (int32_t j : fs.topk)
-                if (j >= 0) entries.push_back(j);
-            std::sort(entries.begin(), entries.end());
-            entries.erase(std::unique(entries.begin(), entries.end()), entries.end());
+                if (j >= 0) slot_of[j] = 0;
+            for (int32_t j = 0; j <= last; ++j)
+                if (slot_of[j] == 0) {
+                    slot_of[j] = static_cast<int32_t>(entries.size());
+                    entries.push_back(j);
+                }
         }
         const int64_t n_kv = n_win + static_cast<int64_t>(entries.size());
         kv_rows.resize(n_kv * hd);
@@ -113,8 +119,7 @@ void Model::attention(Forward& f, int L, const bf16* x, bf16* out) {
                 for (int j = 0; j < k; ++j) {
                     int32_t entry = fs.topk[r * k + j];
                     if (entry < 0) continue;
-                    auto pos = std::lower_bound(entries.begin(), entries.end(), entry) - entries.begin();
-                    list[e++] = static_cast<int32_t>(n_win + pos);
+                    list[e++] = static_cast<int32_t>(n_win + slot_of[entry]);
                 }
                 std::fill(list + e, list + topk, -1);
             }
