@@ -244,11 +244,21 @@ void prepare_for_kernels(ModelWeights& w) {
             fp4(b.experts[e].w3);
         }
     }
-    // The LM head (this rank's rows under TP) where the table reads a layout of its own: AMX tiles on AVX-512
-    // (backend/cpu/x86/avx512/gemm_head_amx.cpp); other tables read it as it is.
-    if (k.prepare_bf16 && w.head.data) prepare(w.head, k.prepare_bf16);
-    // (The compressor's fp32 x bf16 linears prepared the same way measured no faster: 2048-token TTFT and batch 1 /
-    // 16 steps within noise, docs/PERFORMANCE.md.)
+    // The fp32 x bf16 linears where the table reads a layout of its own (AMX tiles on AVX-512,
+    // backend/cpu/x86/avx512/gemm_head_amx.cpp; other tables read them as they are): the LM head (this rank's
+    // rows under TP), and the router and the ratio-2 compressor, which a prefill runs over every token
+    // (docs/PERFORMANCE.md, "Sixteenth session").
+    auto bf16 = [&](Bf16Matrix& m) {
+        if (k.prepare_bf16 && m.data) prepare(m, k.prepare_bf16);
+    };
+    bf16(w.head);
+    for (BlockWeights& b : w.blocks) {
+        bf16(b.gate);
+        if (b.compressor_wgate.data) {  // ratio 2 (ratio 1 runs wkv as a bf16 linear)
+            bf16(b.compressor_wkv);
+            bf16(b.compressor_wgate);
+        }
+    }
 }
 
 }  // namespace deepinfer::model

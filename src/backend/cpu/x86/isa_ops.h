@@ -213,6 +213,8 @@ struct IsaOps {
 // bf16, mid = the rest truncated, lo = the rest of that (at most 8 significant bits). Infinities and NaNs go to hi
 // whole (NaN quieted), mid = lo = 0. Planes [n, k] each at out, out + n k, out + 2 n k.
 void split_bf16x3(const float* x, int64_t n, int64_t k, bf16* out);
+// Rows i0 .. i1 - 1 of split_bf16x3 (the planes still [n, k] each).
+void split_bf16x3_rows(const float* x, int64_t n, int64_t k, int64_t i0, int64_t i1, bf16* out);
 // The widest hc the SIMD Sinkhorn keeps in registers (the released model has 4).
 inline constexpr int kMaxSimdHc = 8;
 
