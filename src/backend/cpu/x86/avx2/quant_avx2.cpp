@@ -69,9 +69,12 @@ inline void quant_group(const uint16_t* x, uint8_t* codes, uint8_t* scale) {
 void act_quant_rows(const bf16* x, int64_t k, uint8_t* codes, uint8_t* scales, int64_t r0, int64_t r1) {
     const auto* xs = reinterpret_cast<const uint16_t*>(x);
     const int64_t groups = k / 32;
+    // rows prefetched 2 KB ahead, as in the AVX-512 act_quant (a prefill's rows stream from memory)
     for (int64_t i = r0; i < r1; ++i)
-        for (int64_t g = 0; g < groups; ++g)
+        for (int64_t g = 0; g < groups; ++g) {
+            _mm_prefetch(reinterpret_cast<const char*>(xs + i * k + g * 32) + 2048, _MM_HINT_T0);
             quant_group(xs + i * k + g * 32, codes + i * k + g * 32, scales + i * groups + g);
+        }
 }
 
 }  // namespace deepinfer::backend::cpu::avx2
