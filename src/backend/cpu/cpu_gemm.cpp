@@ -389,10 +389,6 @@ void gemm_bf16(const IsaOps& ops, const bf16* x, int64_t n, const Bf16Matrix& w,
     gemm_dense(ops.gemm_bf16, x, n, w.cols, w.data, w.rows, 2, out, 2, ldo, pool);
 }
 
-void split_bf16x3(const float* x, int64_t n, int64_t k, bf16* out) {
-    split_bf16x3_rows(x, n, k, 0, n, out);
-}
-
 void split_bf16x3_rows(const float* x, int64_t n, int64_t k, int64_t i0, int64_t i1, bf16* out) {
     auto* hi = reinterpret_cast<uint16_t*>(out);
     uint16_t* mid = hi + n * k;

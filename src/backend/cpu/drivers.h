@@ -55,7 +55,7 @@ void for_chunks(ThreadPool& pool, int64_t n, int64_t chunk, const std::function<
 struct ThreadScratch {
     AlignedBuffer acts, act_scales, fp4_row, gemm, dense, pack, attn, topk;
     AlignedBuffer bits_acts;    // IsaOps::fp8_bits_acts of acts
-    AlignedBuffer planes;       // the calling thread's split_bf16x3 planes of a gemm_f32_bf16w on tiles
+    AlignedBuffer planes;       // the calling thread's split_bf16x3_rows planes of a gemm_f32_bf16w on tiles
     bool bits_acts_ok = false;  // ... and whether it accepted them
 };
 ThreadScratch& thread_scratch();

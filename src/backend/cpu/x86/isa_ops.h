@@ -205,15 +205,14 @@ struct IsaOps {
     // per thread and GEMM, like decode_acts, rather than every work unit doing it.
     bool (*fp8_bits_acts)(const void* acts, int64_t n, int64_t k, bool e4m3, void* out) = nullptr;
     // Optional (AVX-512 where amx_enabled()): gemm_f32_bf16w on a kBf16Tiles weight (packing.h). task.x holds
-    // the fp32 rows split exactly into three bf16 planes (split_bf16x3), each [n, k]; task.w
+    // the fp32 rows split exactly into three bf16 planes (split_bf16x3_rows), each [n, k]; task.w
     // points at the tiles of the first row group, task.rows counts the valid rows from there.
     void (*gemm_f32_bf16w_tiles)(const DenseGemmTask& task) = nullptr;
 };
 // x = hi + mid + lo exactly for every finite fp32 x whose parts stay normal (|x| >= ~2^-110): hi = x truncated to
 // bf16, mid = the rest truncated, lo = the rest of that (at most 8 significant bits). Infinities and NaNs go to hi
-// whole (NaN quieted), mid = lo = 0. Planes [n, k] each at out, out + n k, out + 2 n k.
-void split_bf16x3(const float* x, int64_t n, int64_t k, bf16* out);
-// Rows i0 .. i1 - 1 of split_bf16x3 (the planes still [n, k] each).
+// whole (NaN quieted), mid = lo = 0. Planes [n, k] each at out, out + n k, out + 2 n k; rows i0 .. i1 - 1 of x
+// (a call's rows split over the pool).
 void split_bf16x3_rows(const float* x, int64_t n, int64_t k, int64_t i0, int64_t i1, bf16* out);
 // The widest hc the SIMD Sinkhorn keeps in registers (the released model has 4).
 inline constexpr int kMaxSimdHc = 8;

@@ -157,30 +157,18 @@ inline void inexact_rows(const QuantGemmTask& t, uint16_t* out) {
     }
 }
 
-// A block's partial sums of m rows (c, 16 weight rows each) scaled by sw * sa (row r's activation scale at
-// sa[r * sa_stride]) onto the accumulators; bits: the sums of the bit-placing decode, corrected first.
-inline void add_scaled_sums(const float* c, float* acc, int m, __m512 sw, const float* sa, int64_t sa_stride,
-                            bool bits) {
-    // sw as an opaque vector: one vmulps with the row's scale broadcast from memory. Seen as a broadcast, GCC
-    // multiplied the scalars and broadcast the product (vmulss + a vbroadcastss shuffle per row).
-    __asm__("" : "+v"(sw));
-    for (int r = 0; r < m; ++r) {
-        __m512 block_sum = _mm512_load_ps(c + r * 16);
-        if (bits) block_sum = _mm512_mul_ps(block_sum, _mm512_set1_ps(kBitsCorrection));
-        const __m512 scale = _mm512_mul_ps(sw, _mm512_set1_ps(sa[r * sa_stride]));
-        _mm512_store_ps(acc + r * 16, _mm512_fmadd_ps(block_sum, scale, _mm512_load_ps(acc + r * 16)));
-    }
-}
-
-// N consecutive blocks' partial sums (c[0], c[1], ...) onto the accumulators: add_scaled_sums's operations for
-// each block in turn, with each accumulator row loaded and stored once for all N.
+// N consecutive blocks' partial sums of m rows (c[j], 16 weight rows each) scaled by sw[j] * sa (row r's activation
+// scale of block j at sa[r * sa_stride + j]) onto the accumulators, block after block; bits[j]: the sums of the
+// bit-placing decode, corrected first. Each accumulator row is loaded and stored once for all N.
 template <int N>
 inline void add_scaled_sums_n(float* const* c, float* acc, int m, const __m512* sw_in, const float* sa,
                               int64_t sa_stride, const bool* bits) {
     __m512 sw[N];
     for (int j = 0; j < N; ++j) {
         sw[j] = sw_in[j];
-        __asm__("" : "+v"(sw[j]));  // (as in add_scaled_sums)
+        // sw as an opaque vector: one vmulps with the row's scale broadcast from memory. Seen as a broadcast, GCC
+        // multiplied the scalars and broadcast the product (vmulss + a vbroadcastss shuffle per row).
+        __asm__("" : "+v"(sw[j]));
     }
     for (int r = 0; r < m; ++r) {
         __m512 a = _mm512_load_ps(acc + r * 16);
@@ -191,6 +179,11 @@ inline void add_scaled_sums_n(float* const* c, float* acc, int m, const __m512* 
         }
         _mm512_store_ps(acc + r * 16, a);
     }
+}
+
+// One block's (N = 1).
+inline void add_scaled_sums(float* c, float* acc, int m, __m512 sw, const float* sa, int64_t sa_stride, bool bits) {
+    add_scaled_sums_n<1>(&c, acc, m, &sw, sa, sa_stride, &bits);
 }
 
 // The accumulators of m activation rows from row i0 and group g (16 weight rows) to the task's output.

@@ -2,7 +2,7 @@
 // kBf16Tiles (backend/cpu/packing.h) on CPUs where amx_enabled().
 //
 // tdpbf16ps multiplies bf16 only, so each fp32 activation comes split exactly into three bf16 parts
-// (split_bf16x3, isa_ops.h: hi + mid + lo = x), each part's products with the bf16 weight are exact in fp32, and
+// (split_bf16x3_rows, isa_ops.h: hi + mid + lo = x), each part's products with the bf16 weight are exact in fp32, and
 // per 32-column block the tile adds the hi, mid and lo products in its own order into an fp32 accumulator that
 // runs over the whole row (no per-block scale here). That is an fp32 dot product in another summation order, as
 // every table's is (docs/numerics.md). A row's result does not depend on the other rows of its tile or on n: one
