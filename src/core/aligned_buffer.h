@@ -12,12 +12,15 @@
 
 namespace deepinfer {
 
+// Page size advice for a large buffer's mapping (kMapThreshold and up; smaller buffers live on the heap).
+enum class Pages { kHuge, kSmall };
+
 class AlignedBuffer {
    public:
     static constexpr size_t kAlignment = 64;
 
     AlignedBuffer() = default;
-    explicit AlignedBuffer(size_t bytes) { allocate(bytes); }
+    explicit AlignedBuffer(size_t bytes, Pages pages = Pages::kHuge) { allocate(bytes, pages); }
     AlignedBuffer(const AlignedBuffer&) = delete;
     AlignedBuffer& operator=(const AlignedBuffer&) = delete;
     AlignedBuffer(AlignedBuffer&& other) noexcept
@@ -36,9 +39,10 @@ class AlignedBuffer {
 
     // Reallocate to `bytes` (contents are not kept), zero-filled. Large buffers (KV pools, packed weights) are
     // anonymous mappings: the kernel zero-fills pages on first touch, so a big pool costs nothing until used.
-    // They ask for transparent huge pages (where THP is in "madvise" mode): multi-MB weight streams then
-    // cross fewer TLB entries and page-boundary prefetch stops (bench-ops: ~10-15% on the decode GEMVs).
-    void allocate(size_t bytes) {
+    // By default they ask for transparent huge pages (where THP is in "madvise" mode): multi-MB weight streams
+    // then cross fewer TLB entries and page-boundary prefetch stops (bench-ops: ~10-15% on the decode GEMVs).
+    // Pages::kSmall asks for 4 KB pages instead (no page is touched before the advice).
+    void allocate(size_t bytes, Pages pages = Pages::kHuge) {
         release();
         size_ = bytes;
         if (bytes == 0) return;
@@ -55,7 +59,8 @@ class AlignedBuffer {
             if (start > begin) munmap(raw, start - begin);
             if (begin + span > end) munmap(reinterpret_cast<void*>(end), begin + span - end);
             data_ = reinterpret_cast<uint8_t*>(start);
-            (void)madvise(data_, mapped, MADV_HUGEPAGE);  // advice only: failure (no THP) changes nothing
+            // advice only: failure (no THP) changes nothing
+            (void)madvise(data_, mapped, pages == Pages::kHuge ? MADV_HUGEPAGE : MADV_NOHUGEPAGE);
             mapped_ = mapped;
             return;
         }

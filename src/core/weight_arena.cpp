@@ -1,18 +1,11 @@
 // WeightArena: bump allocation over 2 MB-aligned slabs (AlignedBuffer maps large buffers that way).
 #include "core/weight_arena.h"
 
-#include <sys/mman.h>
-
 namespace deepinfer {
 
 uint8_t* WeightArena::allocate(size_t bytes) {
     const size_t align = AlignedBuffer::kAlignment, rounded = (bytes + align - 1) / align * align;
-    auto map = [&](size_t size) {
-        AlignedBuffer slab(size);
-        // AlignedBuffer asked for huge pages on the mapping; no page is touched yet, so this only swaps the advice
-        if (!huge_) (void)madvise(slab.data(), slab.size() / 4096 * 4096, MADV_NOHUGEPAGE);
-        return slab;
-    };
+    auto map = [&](size_t size) { return AlignedBuffer(size, huge_ ? Pages::kHuge : Pages::kSmall); };
     used_ += rounded;
     if (rounded > kSlabBytes / 4) {
         dedicated_.push_back(map(rounded));
