@@ -29,12 +29,9 @@ void Model::attention(Forward& f, int L, const bf16* x, bf16* out) {
     ops::linear_fp8(x, n, w.wq_a, qa.data());
     ops::rms_norm(qa.data(), n, ql, w.q_norm, eps, qr.data());
     ops::linear_fp8(qr.data(), n, w.wq_b, q.data());
+    rope.apply_rows(q.data() + (hd - rd), n, int64_t{H} * hd, H, hd, f.positions.data(), false);
     ThreadPool& pool = ThreadPool::global();
-    // Row loops over the pool from kRowGrain rows (prefill; serial they kept the other threads waiting).
-    constexpr size_t kRowGrain = 16;
-    pool.parallel_for(static_cast<size_t>(n), [&](size_t i0, size_t i1, int) {
-        for (size_t i = i0; i < i1; ++i) rope.apply(q.data() + i * H * hd + (hd - rd), H, hd, f.positions[i], false);
-    }, kRowGrain);
+    constexpr size_t kRowGrain = ops::kParallelRows;  // the row loops below, as the ops' own
 
     // Window KV: kv_norm(wkv(x)), RoPE, fp8 QDQ over all lanes, stored as records (spec §5.3.2).
     ScratchVector<bf16> kva(n * hd), kvn(n * hd);
@@ -130,9 +127,7 @@ void Model::attention(Forward& f, int L, const bf16* x, bf16* out) {
     }
 
     // Inverse RoPE at the query position, then the grouped low-rank output (spec §5.3.7).
-    pool.parallel_for(static_cast<size_t>(n), [&](size_t i0, size_t i1, int) {
-        for (size_t i = i0; i < i1; ++i) rope.apply(o.data() + i * H * hd + (hd - rd), H, hd, f.positions[i], true);
-    }, kRowGrain);
+    rope.apply_rows(o.data() + (hd - rd), n, int64_t{H} * hd, H, hd, f.positions.data(), true);
     output_projection(w, o.data(), n, out);
     (void)D;
 }

@@ -18,9 +18,7 @@ void Model::hc_mixes(const bf16* stream, int64_t n, const F32Matrix& fn, const f
     const ModelConfig& c = config_;
     const int hc = c.hc_mult, width = c.hc_dim(), mix = c.hc_mix_dim();
     ScratchVector<float> x(n * width), mixes(n * mix);
-    ThreadPool::global().parallel_for(static_cast<size_t>(n), [&](size_t i0, size_t i1, int) {
-        ops::bf16_to_f32(stream + i0 * width, static_cast<int64_t>(i1 - i0) * width, x.data() + i0 * width);
-    });
+    ops::bf16_rows_to_f32(stream, n, width, x.data());
     ops::linear_f32(x.data(), n, fn, mixes.data());  // fn . x with the un-normalised stream
     // One statistic over all copies jointly (spec §5.2 HC), summed in order: rows over the pool, and within a
     // thread kChains rows at a time, one chain of adds each (one row's 20 480 dependent adds took ~0.1 ms; each

@@ -85,9 +85,7 @@ void Model::compressed_topk(Forward& f, int L, const bf16* x, const bf16* qr) {
         } else {
             // Ratio 2: fp32 u = Wkv x, g = Wgate x; pairs pooled with a per-lane softmax over the two tokens.
             ScratchVector<float> xf(n * D), u(n * hd), g(n * hd);
-            ThreadPool::global().parallel_for(static_cast<size_t>(n), [&](size_t i0, size_t i1, int) {
-                ops::bf16_to_f32(x + i0 * D, static_cast<int64_t>(i1 - i0) * D, xf.data() + i0 * D);
-            }, 16);
+            ops::bf16_rows_to_f32(x, n, D, xf.data());
             ops::linear_f32(xf.data(), n, w.compressor_wkv, u.data());
             ops::linear_f32(xf.data(), n, w.compressor_wgate, g.data());
             std::vector<bf16> pooled_bf16(hd), normed(hd);
@@ -141,7 +139,7 @@ void Model::compressed_topk(Forward& f, int L, const bf16* x, const bf16* qr) {
                 pack_compressed_record(row.data(), hd,
                                        latent_cache[e]->compressed_record(f.pools, src, latent_entry[e]), nullptr);
             }
-        }, 16);
+        }, ops::kParallelRows);
     }
 
     if (!role.index_source) return;  // consumers reuse the top-k their index source published
@@ -149,12 +147,11 @@ void Model::compressed_topk(Forward& f, int L, const bf16* x, const bf16* qr) {
     // Index queries and head weights for every row (spec §5.3.5).
     ScratchVector<bf16> qi(n * Hi * Di), wts(n * Hi);
     ops::linear_fp8(qr, n, w.indexer_wq_b, qi.data());
-    // RoPE and the fp4 QDQ by rows over the pool (serial, ~2% of a 2048-token prefill's samples)
+    // RoPE, then the fp4 QDQ by rows over the pool (serial, ~2% of a 2048-token prefill's samples)
+    rope.apply_rows(qi.data() + (Di - rd), n, int64_t{Hi} * Di, Hi, Di, f.positions.data(), false);
     ThreadPool::global().parallel_for(static_cast<size_t>(n), [&](size_t i0, size_t i1, int) {
-        for (size_t i = i0; i < i1; ++i)
-            rope.apply(qi.data() + i * Hi * Di + (Di - rd), Hi, Di, f.positions[i], false);
         ops::fp4_index_qdq_rows(qi.data() + i0 * Hi * Di, static_cast<int64_t>(i1 - i0) * Hi, Di);
-    }, 16);
+    }, ops::kParallelRows);
     ops::linear_bf16(x, n, w.indexer_weights_proj, wts.data());
     const float weight_scale = static_cast<float>(std::pow(static_cast<double>(Di), -0.5) * std::pow(static_cast<double>(Hi), -0.5));
     for (auto& v : wts) v = float_to_bf16(bf16_to_float(v) * weight_scale);
@@ -204,7 +201,7 @@ void Model::compressed_topk(Forward& f, int L, const bf16* x, const bf16* qr) {
         };
         ThreadPool::global().parallel_for(static_cast<size_t>(S), [&](size_t r0, size_t r1, int) {
             for (size_t r = r0; r < r1; ++r) select_row(static_cast<int64_t>(r));
-        }, 16);
+        }, ops::kParallelRows);
     }
 }
 

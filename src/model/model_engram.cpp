@@ -53,7 +53,7 @@ void Model::engram(Forward& f, int L, bf16* stream) {
     };
     ThreadPool::global().parallel_for(static_cast<size_t>(n), [&](size_t i0, size_t i1, int) {
         for (size_t i = i0; i < i1; ++i) gate_row(static_cast<int64_t>(i));
-    }, 16);
+    }, ops::kParallelRows);
 }
 
 }  // namespace deepinfer::model

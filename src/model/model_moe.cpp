@@ -58,15 +58,13 @@ void Model::moe(int block_index, const bf16* x_mine, int64_t n_mine, bf16* out) 
     const int D = c.hidden_size, I = c.moe_intermediate_size, E = role.n_routed_experts, K = role.n_activated_experts;
     const float limit = static_cast<float>(c.swiglu_limit);
 
-    // Router, all fp32. The row loops here and the gathers and sums below run over the pool from kRowGrain rows:
-    // serial on the model's thread they kept the other threads waiting (docs/PERFORMANCE.md, "Sixteenth
-    // session": with a prefill's other serial loops, 2048-token TTFT 5.65-6.15 -> 5.19-5.35 s).
+    // Router, all fp32. The row loops here and the gathers and sums below run over the pool from
+    // ops::kParallelRows rows (docs/PERFORMANCE.md, "Sixteenth session": with a prefill's other serial loops,
+    // 2048-token TTFT 5.65-6.15 -> 5.19-5.35 s).
     ThreadPool& pool = ThreadPool::global();
-    constexpr int64_t kRowGrain = 16;  // fewer rows stay on the calling thread (a decode step's)
+    constexpr int64_t kRowGrain = ops::kParallelRows;
     ScratchVector<float> xf(n * D), scores(n * E);
-    pool.parallel_for(static_cast<size_t>(n), [&](size_t i0, size_t i1, int) {
-        ops::bf16_to_f32(x + i0 * D, static_cast<int64_t>(i1 - i0) * D, xf.data() + i0 * D);
-    }, kRowGrain);
+    ops::bf16_rows_to_f32(x, n, D, xf.data());
     ops::linear_f32(xf.data(), n, w.gate, scores.data());
     std::vector<int> selected(n * K);
     std::vector<float> weights(n * K);

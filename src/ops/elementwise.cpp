@@ -51,6 +51,12 @@ void bf16_to_f32(const bf16* x, int64_t count, float* y) {
     for (int64_t i = 0; i < count; ++i) y[i] = bf16_to_float(x[i]);
 }
 
+void bf16_rows_to_f32(const bf16* x, int64_t n, int64_t width, float* y) {
+    ThreadPool::global().parallel_for(static_cast<size_t>(n), [&](size_t i0, size_t i1, int) {
+        bf16_to_f32(x + i0 * width, static_cast<int64_t>(i1 - i0) * width, y + i0 * width);
+    }, kParallelRows);
+}
+
 void f32_to_bf16(const float* x, int64_t count, bf16* y) {
     for (int64_t i = 0; i < count; ++i) y[i] = float_to_bf16(x[i]);
 }

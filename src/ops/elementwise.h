@@ -2,11 +2,17 @@
 // the fp8 / fp4 QDQ of cached vectors (§4.2, §4.4), SwiGLU with clamps (§5.4), conversions.
 #pragma once
 
+#include <cstddef>
 #include <cstdint>
 
 #include "core/numeric.h"
 
 namespace deepinfer::ops {
+
+// Row loops of the forward outside the kernels run over the global thread pool from this many rows (a prefill
+// chunk's; serial they kept the pool's other threads waiting); fewer rows (a decode step's) stay on the caller.
+// Callers must not be pool tasks themselves (ThreadPool::parallel_for is not reentrant).
+constexpr size_t kParallelRows = 16;
 
 // y = bf16(w * (x * rsqrt(mean(x^2) + eps))) per row of x [n, dim] (fp32 math from bf16 inputs); the active
 // kernel table's rms_norm (backend/kernels.h: the order of the sum).
@@ -18,6 +24,8 @@ void fp4_index_qdq_rows(bf16* x, int64_t n, int dim);
 void fp4_kv_qdq_rows(bf16* x, int64_t n, int dim);
 
 void bf16_to_f32(const bf16* x, int64_t count, float* y);
+// bf16_to_f32 of x [n, width], rows over the pool (kParallelRows).
+void bf16_rows_to_f32(const bf16* x, int64_t n, int64_t width, float* y);
 void f32_to_bf16(const float* x, int64_t count, bf16* y);
 
 // SwiGLU with the V4.1 clamps (model.py Expert.forward): up clamped to [-limit, limit], gate to <= limit,

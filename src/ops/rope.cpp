@@ -7,6 +7,8 @@
 
 #include "backend/kernels.h"
 #include "core/check.h"
+#include "core/thread_pool.h"
+#include "ops/elementwise.h"
 
 namespace deepinfer::ops {
 
@@ -51,6 +53,13 @@ void Rope::apply(bf16* x, int64_t count, int64_t stride, int64_t pos, bool inver
     float c[256], s[256];
     angles(pos, c, s);
     backend::active_kernels().rope(x, count, stride, rope_dim_, c, s, inverse);
+}
+
+void Rope::apply_rows(bf16* x, int64_t n, int64_t row_stride, int64_t count, int64_t stride, const int64_t* positions,
+                      bool inverse) const {
+    ThreadPool::global().parallel_for(static_cast<size_t>(n), [&](size_t i0, size_t i1, int) {
+        for (size_t i = i0; i < i1; ++i) apply(x + i * row_stride, count, stride, positions[i], inverse);
+    }, kParallelRows);
 }
 
 }  // namespace deepinfer::ops

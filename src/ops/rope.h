@@ -30,6 +30,10 @@ class Rope {
     void angles(int64_t pos, float* cos_out, float* sin_out) const;
     // Rotate `count` vectors of stride `stride` elements; each vector's rope lanes start at x + v*stride.
     void apply(bf16* x, int64_t count, int64_t stride, int64_t pos, bool inverse) const;
+    // apply() to n rows of row_stride elements from x, row i at positions[i]; rows over the pool from
+    // kParallelRows (ops/elementwise.h).
+    void apply_rows(bf16* x, int64_t n, int64_t row_stride, int64_t count, int64_t stride, const int64_t* positions,
+                    bool inverse) const;
 
    private:
     int rope_dim_ = 0;
