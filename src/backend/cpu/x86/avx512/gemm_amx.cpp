@@ -346,9 +346,9 @@ class PairPass {
 //
 // The B tiles come from the task's panel (t.scratch: 2 KB a block, <= 512 KB at k = 8 k, in L2): the pass of
 // the first two tiles decodes the pair into it, the others read it (a block decoded once per task, not once per
-// 16 rows: fp8 n = 64 in cache 390-397 -> 487-532 GFLOP/s with PairPass). A block is decoded for both groups the
-// same way: bit-placing where both of its blocks allow it (else the lookup, whose sums are the same bits), so one A
-// tile (the activations or their bit-placing form) serves both groups.
+// 16 rows: fp8 n = 64 in cache 390-397 -> 487-532 GFLOP/s with PairPass). Blocks take the exact decode only: the
+// driver brings the bit-placing form of the activations for 1-4 rows alone (fp8_bits_acts), and the lookup's sums
+// are the same bits anyway.
 constexpr int kAccBlocks = 2;
 struct TilePairScratch {
     float c[kAccBlocks][2][2][kMaxTileRows * 16];  // [block mod kAccBlocks][row tile][group] a block's partial sums
@@ -374,13 +374,10 @@ class TilePairPass {
         : t_(t), s_(s), kb_count_(t.k / 32), a_stride_(t.k * 2), m_{m0, m1}, decode_(decode) {
         codes_ = t.codes + packed_group(g0, t.groups, kb_count_, Format::kBlockBytes, kPackedChunkBytes).offset;
         scales_ = t.scales + packed_scale_offset(g0, t.groups, 0, kb_count_, Format::kScaleBytes);
-        flags_ = t.block_flags && t.bits_acts ? t.block_flags + packed_scale_offset(g0, t.groups, 0, kb_count_, 1)
-                                              : nullptr;
         panel_ = reinterpret_cast<uint32_t*>(t.scratch);
         for (int i = 0; i < 2; ++i) {
             const int64_t row = i0 + i * kMaxTileRows;
             acts_[i] = static_cast<const uint32_t*>(t.acts) + row * (t.k / 2);
-            bits_acts_[i] = t.bits_acts ? static_cast<const uint32_t*>(t.bits_acts) + row * (t.k / 2) : nullptr;
             sa_[i] = t.act_scales + row * kb_count_;
             inexact_[i] = inexact ? inexact + (row / kMaxTileRows) * kb_count_ : nullptr;
         }
@@ -406,20 +403,16 @@ class TilePairPass {
     }
 
    private:
-    bool bits(int64_t kb) const { return flags_ && flags_[kb * G] == 0 && (G == 1 || flags_[kb * G + 1] == 0); }
     uint32_t* buffer(int64_t kb, int g) const { return panel_ + (kb * G + g) * (kBlockPairs * 16); }
 
     void decode(int64_t kb) {
         const uint8_t* block = codes_ + kb * (G * Format::kBlockBytes);
-        if (bits(kb)) decode_block<Format, G, kManyRowsAhead, true, true>(format_, block, buffer(kb, 0));
-        else decode_block<Format, G, kManyRowsAhead, false, false>(format_, block, buffer(kb, 0));
+        decode_block<Format, G, kManyRowsAhead, false, false>(format_, block, buffer(kb, 0));
     }
 
     void multiply(int64_t kb) {
-        const bool b = bits(kb);
-        bits_[kb % (2 * kAccBlocks)] = b;
-        const uint32_t* a0 = (b ? bits_acts_[0] : acts_[0]) + kb * 16;
-        const uint32_t* a1 = (b ? bits_acts_[1] : acts_[1]) + kb * 16;
+        const uint32_t* a0 = acts_[0] + kb * 16;
+        const uint32_t* a1 = acts_[1] + kb * 16;
         const int64_t a_stride = a_stride_;
         _tile_loadd(6, buffer(kb, 0), 64);
         if constexpr (G == 2) _tile_loadd(7, buffer(kb, 1), 64);
@@ -458,11 +451,8 @@ class TilePairPass {
     void accumulate(int64_t kb) {
         for (int g = 0; g < G; ++g) {
             __m512 sw[N];
-            bool bits[N];
-            for (int j = 0; j < N; ++j) {
-                sw[j] = Format::scale(scales_ + ((kb + j) * G + g) * Format::kScaleBytes);
-                bits[j] = bits_[(kb + j) % (2 * kAccBlocks)];
-            }
+            const bool bits[N] = {};  // (no bit-placing decode here)
+            for (int j = 0; j < N; ++j) sw[j] = Format::scale(scales_ + ((kb + j) * G + g) * Format::kScaleBytes);
             for (int i = 0; i < 2 && m_[i] > 0; ++i) {
                 float* c[N];
                 for (int j = 0; j < N; ++j) {
@@ -485,12 +475,11 @@ class TilePairPass {
     int64_t kb_count_, a_stride_;
     int m_[2];
     bool decode_;
-    const uint8_t *codes_, *scales_, *flags_;
+    const uint8_t *codes_, *scales_;
     uint32_t* panel_;
-    const uint32_t *acts_[2], *bits_acts_[2];
+    const uint32_t* acts_[2];
     const float* sa_[2];
     const uint16_t* inexact_[2];  // MXFP4: the tiles' masks of inexact rows by block (inexact_rows)
-    bool bits_[2 * kAccBlocks] = {};  // by block: the multiplied block's decoder, and those of the blocks scaled
     Format format_;
 };
 
