@@ -230,6 +230,20 @@ TEST(GemmFp8, NanPropagates) {
     check_fp8(s, acts.all(), w);
 }
 
+// Operands at the edges of the AMX fp8 kernel's window and past them (widen_fp8_scales), against the reference:
+// kept and sent rows and weight pairs side by side, a NaN weight scale, 3 rows (one row tile) and 40 (two tile
+// pairs), every table.
+TEST(GemmFp8, OperandWindow) {
+    for (int64_t n : {3, 40}) {
+        Inputs in(30 + n);
+        const Shape s{n, 100, 256, 0};
+        QuantizedActs acts(in, s.n, s.k);
+        std::vector<uint8_t> codes = in.e4m3_codes(s.rows * s.k), scales = in.bytes(4 * (s.k / 32), 112, 134);
+        widen_fp8_scales(acts, scales, 4);
+        check_fp8(s, acts.all(), Fp8Matrix{codes.data(), scales.data(), s.rows, s.k});
+    }
+}
+
 // The AVX-512 table decodes the fp8 blocks without subnormal codes by placing the codes' bits (1-4 rows,
 // gemm_quant_avx512.cpp) and the rest by table lookup; a canonical weight, packed per call, has no block
 // flags and takes the lookup everywhere. The two must give the same bits. Weights of normal

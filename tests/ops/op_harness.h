@@ -219,4 +219,22 @@ struct QuantizedActs {
     }
 };
 
+// fp8 operands at the edges of the AVX-512 AMX kernel's window (gemm_fp8_amx.cpp): it keeps an activation row on
+// the tiles when its values' exponents span at most 68 binades (up to 17 of them the e4m3 codes' own), and a pair
+// of weight row groups (one row of 32x32 weight scales) when its scale codes span at most 52; the others go to
+// the vdpbf16ps kernel. Activation row r's block scales alternate between two codes 48 apart (kept) where
+// r % 3 == 1, 90 apart (sent) where r % 3 == 2; weight scale row 0 spans 52 codes (kept), row 1 53 (sent), row 2
+// holds the NaN code 255.
+inline void widen_fp8_scales(QuantizedActs& acts, std::vector<uint8_t>& w_scales, int64_t w_scale_rows) {
+    const int64_t kb_count = acts.k / 32;
+    for (int64_t r = 0; r < acts.n; ++r)
+        for (int64_t kb = 0; r % 3 != 0 && kb < kb_count; ++kb)
+            acts.scales[r * kb_count + kb] = static_cast<uint8_t>(kb % 2 ? 60 : (r % 3 == 1 ? 108 : 150));
+    const int span[2] = {52, 53};
+    for (int64_t j = 0; j < std::min<int64_t>(w_scale_rows, 3); ++j)
+        for (int64_t kb = 0; kb < kb_count; ++kb)
+            w_scales[j * kb_count + kb] =
+                static_cast<uint8_t>(j == 2 ? (kb == 1 ? 255 : 120) : 80 + (kb % 3 == 2 ? span[j] : kb % 3 * 20));
+}
+
 }  // namespace deepinfer::testing

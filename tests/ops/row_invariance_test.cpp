@@ -130,6 +130,25 @@ TEST(RowInvariance, GemmFp8) {
         }
 }
 
+// Rows and weight pairs that the AMX fp8 kernel keeps on its tiles beside ones it sends to the vdpbf16ps kernel
+// (widen_fp8_scales): a row's bits do not depend on its neighbours' path either.
+TEST(RowInvariance, GemmFp8OperandWindow) {
+    constexpr int64_t rows = 100, k = 256;
+    Inputs in(41);
+    QuantizedActs acts(in, kRows, k);
+    std::vector<uint8_t> codes = in.e4m3_codes(rows * k), scales = in.bytes(4 * (k / 32), 112, 134);
+    widen_fp8_scales(acts, scales, 4);
+    const Fp8Matrix w{codes.data(), scales.data(), rows, k};
+    for (bool prepared : {false, true})
+        check_windows<bf16>(fmt::format("gemm_fp8 window {}", prepared ? "prepared" : "canonical"), rows,
+                            [&](const Kernels& t, int64_t s, int64_t n, int th, bf16* out) {
+                                ThreadPool pool(th);
+                                PackedWeight packed;
+                                const Fp8Matrix wt = as_used(t, w, prepared, &packed, pool);
+                                t.gemm_fp8(acts.rows(s, n), wt, out, rows, pool);
+                            });
+}
+
 TEST(RowInvariance, GemmFp8Bf16x) {
     for (int64_t rows : {48, 129})
         for (int64_t k : {64, 544}) {

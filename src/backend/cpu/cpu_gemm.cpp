@@ -199,8 +199,12 @@ void gemm_quant(const IsaOps& ops, const QuantProblem* problems, size_t count, T
         return ops.prep_fp4_row && !item.p->x && item.p->w.layout == PackedLayout::kFp4R16K8 &&
                ops.fp4_row_bytes(item.p->a.k, item.ni) > 0;
     };
-    // fp8 prepared without NaN codes, where the ISA has a bit-placing decode: its activations are also made
-    // ready for that decode, once per thread and item like the decode itself.
+    // fp8 where the ISA has an AMX kernel: its activations are also made ready for it (scaled rows), once per
+    // thread and item like the decode itself.
+    auto tile_acts_of = [&](const Item& item) {
+        return ops.fp8_tile_acts && item.p->w.layout == PackedLayout::kFp8R16K4;
+    };
+    // fp8 prepared without NaN codes, where the ISA has a bit-placing decode: likewise for that decode.
     auto bits_acts_of = [&](const Item& item) {
         return ops.fp8_bits_acts && item.pw && item.pw->layout == PackedLayout::kFp8R16K4 && item.pw->plain_codes;
     };
@@ -213,7 +217,8 @@ void gemm_quant(const IsaOps& ops, const QuantProblem* problems, size_t count, T
         const Item &a = items[static_cast<size_t>(i)], &b = items[static_cast<size_t>(j)];
         return a.p->a.codes == b.p->a.codes && a.p->a.scales == b.p->a.scales && a.p->x == b.p->x &&
                a.p->ldx == b.p->ldx && a.p->a.k == b.p->a.k && a.i0 == b.i0 && a.ni == b.ni &&
-               fp4_row_of(a) == fp4_row_of(b) && bits_acts_of(a) == bits_acts_of(b);
+               fp4_row_of(a) == fp4_row_of(b) && bits_acts_of(a) == bits_acts_of(b) &&
+               tile_acts_of(a) == tile_acts_of(b);
     };
     for_chunks(
         pool, static_cast<int64_t>(units.size()), 1, [](int) {},
@@ -241,8 +246,15 @@ void gemm_quant(const IsaOps& ops, const QuantProblem* problems, size_t count, T
                         for (int64_t i = 0; i < ni; ++i)
                             ops.prep_fp4_row(a.codes + (i0 + i) * a.k, a.k, ni, s.fp4_row.data() + i * row_bytes);
                     }
+                    s.tile_acts_ok = false;
+                    if (tile_acts_of(item)) {
+                        s.tile_acts.ensure(static_cast<size_t>(ni * a.k * ops.act_bytes));
+                        s.tile_shift.ensure(static_cast<size_t>(ni) * sizeof(int32_t));
+                        s.tile_acts_ok = ops.fp8_tile_acts(s.acts.data(), s.act_scales.as<float>(), ni, a.k,
+                                                           s.tile_acts.data(), s.tile_shift.as<int32_t>());
+                    }
                     s.bits_acts_ok = false;
-                    if (bits_acts_of(item)) {
+                    if (bits_acts_of(item) && !s.tile_acts_ok) {
                         s.bits_acts.ensure(static_cast<size_t>(ni * a.k * ops.act_bytes));
                         s.bits_acts_ok = ops.fp8_bits_acts(s.acts.data(), ni, a.k, !item.p->x, s.bits_acts.data());
                     }
@@ -257,6 +269,10 @@ void gemm_quant(const IsaOps& ops, const QuantProblem* problems, size_t count, T
                 task.plain_codes = item.pw && item.pw->plain_codes;
                 if (fp4_row_of(item)) task.fp4_row = s.fp4_row.data();
                 if (bits_acts_of(item) && s.bits_acts_ok) task.bits_acts = s.bits_acts.data();
+                if (tile_acts_of(item) && s.tile_acts_ok) {
+                    task.tile_acts = s.tile_acts.data();
+                    task.tile_shift = s.tile_shift.as<int32_t>();
+                }
                 auto run_groups = [&](int64_t g, int64_t count, const uint8_t* codes, const uint8_t* scales) {
                     task.codes = codes;
                     task.scales = scales;
@@ -269,8 +285,9 @@ void gemm_quant(const IsaOps& ops, const QuantProblem* problems, size_t count, T
                 if (item.pw) {
                     const uint8_t* base = item.pw->data;
                     const uint8_t* scales = base + groups * w.code_bytes_per_group + unit.g0 * w.scale_bytes_per_group;
-                    // prepare_fp8's subnormal-block flags follow the scales, indexed as they are
-                    if (task.bits_acts && item.pw->subnormal_flags)
+                    // prepare_fp8's subnormal-block flags follow the scales, indexed as they are (read by the
+                    // bit-placing decodes, which take weights without NaN codes)
+                    if ((task.bits_acts || task.tile_acts) && item.pw->plain_codes && item.pw->subnormal_flags)
                         task.block_flags = scales + groups * w.scale_bytes_per_group;
                     run_groups(unit.g0, unit.g1 - unit.g0, base + unit.g0 * w.code_bytes_per_group, scales);
                     continue;

@@ -94,6 +94,10 @@ struct QuantGemmTask {
     // first group (packing.h; else null).
     const void* bits_acts = nullptr;
     const uint8_t* block_flags = nullptr;
+    // fp8 where the ISA has IsaOps::fp8_tile_acts and it took the activations: the rows scaled for its AMX kernel
+    // (bf16 [n, k]) and each row's power of two (else null).
+    const void* tile_acts = nullptr;
+    const int32_t* tile_shift = nullptr;
 };
 
 // out[i, j] = sum_k x[i, k] w[j, k] for i < n, j < rows (pointers at the first row of the range).
@@ -208,6 +212,11 @@ struct IsaOps {
     // the fp32 rows split exactly into three bf16 planes (split_bf16x3_rows), each [n, k]; task.w
     // points at the tiles of the first row group, task.rows counts the valid rows from there.
     void (*gemm_f32_bf16w_tiles)(const DenseGemmTask& task) = nullptr;
+    // Optional (AVX-512 where amx_enabled()): decoded activations [n, k] and their scales [n, k/32] as the AMX fp8
+    // GEMM reads them (gemm_fp8_amx.cpp): row i's values a * sa * 2^row_shift[i] in bf16 [n, k] at out; false
+    // when that kernel does not run. Called once per thread and GEMM, like decode_acts.
+    bool (*fp8_tile_acts)(const void* acts, const float* act_scales, int64_t n, int64_t k, void* out,
+                          int32_t* row_shift) = nullptr;
 };
 // x = hi + mid + lo exactly for every finite fp32 x whose parts stay normal (|x| >= ~2^-110): hi = x truncated to
 // bf16, mid = the rest truncated, lo = the rest of that (at most 8 significant bits). Infinities and NaNs go to hi
@@ -258,6 +267,8 @@ DEEPINFER_DECLARE_ISA_OPS(avx512)
 namespace avx512 {
 bool fp8_bits_acts(const void* acts, int64_t n, int64_t k, bool e4m3, void* out);
 void gemm_f32_bf16w_tiles(const DenseGemmTask& task);  // gemm_head_amx.cpp
+bool fp8_tile_acts(const void* acts, const float* act_scales, int64_t n, int64_t k, void* out,
+                   int32_t* row_shift);  // gemm_fp8_amx.cpp
 }  // namespace avx512
 namespace avx2 {
 // AVX2's integer MXFP4 rows (the GEMV's planes, Fp4RowLayout, or the panel GEMM's words, Fp4PanelRow), and

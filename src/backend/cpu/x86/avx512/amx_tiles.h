@@ -21,4 +21,18 @@ struct alignas(64) TileConfig {
     void load() const { __asm__ volatile("ldtilecfg %0" : : "m"(*this)); }
 };
 
+// The block-scaled GEMMs' two row tiles (m0 and m1 <= 16 rows; m1 = 0: one) against a pair of row groups (gemm_amx.cpp,
+// gemm_fp8_amx.cpp): C of row tile i and group g at 2 i + g, A of tile i at 4 + i, B of group g at 6 + g (16 rows of
+// 64 bytes).
+inline void configure_tile_pair(int m0, int m1) {
+    TileConfig c;
+    const int rows[2] = {m0, m1};
+    for (int i = 0; i < 2; ++i) {
+        for (int g = 0; g < 2; ++g) c.set(2 * i + g, rows[i], rows[i] ? 64 : 0);
+        c.set(4 + i, rows[i], rows[i] ? 64 : 0);
+        c.set(6 + i, 16, 64);
+    }
+    c.load();
+}
+
 }  // namespace deepinfer::backend::cpu::avx512

@@ -17,6 +17,14 @@ struct Prefetch {
     int64_t l1, l2;
 };
 
+// The AMX GEMMs' tiles (gemm_amx.cpp, gemm_fp8_amx.cpp): activation rows per A tile, and the column pairs of a
+// 32-column block, the B tile's rows.
+inline constexpr int kMaxTileRows = 16, kBlockPairs = 16;
+// Their prefetch plans of the stream by activation rows, those of the vdpbf16ps kernel on non-Zen-4 CPUs (the only
+// ones with AMX): 1-2 rows 6 KB into L2, more 1.5 KB into L1 plus 12 KB into L2 (gemm_quant_avx512.cpp). For
+// n = 1, 3-24 KB into L2, with or without 0.5-4 KB into L1, all ran within noise of it (one core, streamed).
+inline constexpr Prefetch kFewRowsAhead{0, 6144}, kManyRowsAhead{1536, 12288};
+
 // The prefetches take the chunk's decoded or loaded vector `after` as an input they do not read: that keeps each
 // one beside its chunk, as the kernels issue them. Without it GCC hoisted a block's eight prefetches into one burst
 // at the block's start, and on an Intel Xeon (AVX-512 with AMX, 2-vCPU VM, ~16 GB/s per core) fp8 n = 1 read
@@ -80,10 +88,14 @@ inline __m512 fp4_block_chain(const __m512i (&v)[16], const uint32_t* a) {
     return p;
 }
 
-// The fp8 and MXFP4 GEMMs on AMX tiles (CPUs where core/cpu_features.h amx_enabled()), gemm_amx.cpp. fp8: every
-// row count, so that a row's result does not depend on its batch. MXFP4: 5 and more rows with their integer form
+// The fp8 and MXFP4 GEMMs on AMX tiles (CPUs where core/cpu_features.h amx_enabled()). fp8 (gemm_fp8_amx.cpp):
+// every row count, so that a row's result does not depend on its batch, with the activations of fp8_tile_acts
+// (QuantGemmTask::tile_acts). MXFP4 (gemm_amx.cpp): 5 and more rows with their integer form
 // (QuantGemmTask::fp4_row), whose flags tell the blocks that the tiles sum exactly from those that take the
 // vdpbf16ps chain the integer kernel falls back to (the same bits as 1-4 rows get).
 void gemm_fp8_amx(const QuantGemmTask& t);
 void gemm_fp4_amx(const QuantGemmTask& t);
+// The fp8 GEMM on vdpbf16ps (gemm_quant_avx512.cpp): CPUs without AMX, and the rows and pairs gemm_fp8_amx cannot
+// take.
+void gemm_fp8_vdpbf16ps(const QuantGemmTask& t);
 }  // namespace deepinfer::backend::cpu::avx512

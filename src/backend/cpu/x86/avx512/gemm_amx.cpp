@@ -1,25 +1,21 @@
-// The block-scaled GEMMs (spec §4.3) on AMX tiles, on CPUs with AMX-BF16 (core/cpu_features.h amx_enabled()):
-// fp8 x fp8 for every row count, MXFP4 x fp8 for 5 and more rows. Each 16x32 block of a row group (16 weight
-// rows x one 32-column scale block) is decoded to bf16 by the AVX-512 decoders (block_decode.h) into a 1 KB
+// The MXFP4 x fp8 block-scaled GEMM (spec §4.3) on AMX tiles for 5 and more activation rows, on CPUs with AMX-BF16
+// (core/cpu_features.h amx_enabled()); the fp8 x fp8 one is gemm_fp8_amx.cpp. Each 16x32 block of a row group (16
+// weight rows x one 32-column scale block) is decoded to bf16 by the AVX-512 decoder (block_decode.h) into a 1 KB
 // buffer laid out as the B tile of tdpbf16ps (row t = the column pair (2t, 2t + 1) of the 16 weight rows, one
-// dword each: the decoders' vector order), and multiplied with up to 16 activation rows' bf16 block (the A
+// dword each: the decoder's vector order), and multiplied with up to 16 activation rows' bf16 block (the A
 // tile, read in place) into a zeroed C tile: the block's partial sums of M rows x 16 weight rows. Those are
 // scaled by sa * sw and accumulated over blocks in order, by the same fp32 operations as the vdpbf16ps kernels
 // (gemm_quant_avx512.cpp), one bf16 rounding at the end. Up to 16 rows run in one PairPass per pair of groups,
 // decoding as they stream; more in TilePairPasses of two row tiles over a panel of the pair decoded once.
 //
-// Numerics: products are exact (e4m3 and e2m1 values and their products fit bf16 and fp32); tdpbf16ps sums a
-// block's 32 products in its own order, neither the reference's nor vdpbf16ps's (docs/numerics.md), the same
-// for a row whatever the other rows of the tile hold and however many there are. So the fp8 kernel serves every
-// row count, n = 1 included, and a row's bits do not depend on its batch (tests/ops/row_invariance_test.cpp).
-// MXFP4 rows of 1-4 keep the integer form, whose blocks are exact sums -- the same in any order, the tiles'
-// included; a block whose partial sums could round takes a vdpbf16ps chain there and here alike (Fp4Blocks).
+// Numerics: products are exact (e2m1 and e4m3 values and their products fit bf16 and fp32). The results are those
+// of the integer kernel that 1-4 rows take, bit for bit: a block whose partial sums are exact in fp32 has one sum
+// in any order, the tiles' included; a block whose partial sums could round takes the vdpbf16ps chain here and
+// there alike (Fp4Blocks). The blocks are summed one at a time, not several in a tile as the fp8 kernel does,
+// to keep that.
 //
 // Why: vdpbf16ps costs ~2.3 cycles of both vector ports on Intel's cores, so 2-16 activation rows were
-// compute-bound there; one tdpbf16ps does a 16x32 by 32x16 product. fp8, one core in cache (bench-ops --in-cache,
-// 256x2048): n = 1 25 GB/s of codes against vdpbf16ps's 29, n = 4 21 against 11, n = 16 12 against 2.9, n = 64
-// 380 against 91 GFLOP/s; streamed by two cores n = 1 reads 90-98% of the bandwidth as before (docs/PERFORMANCE.md,
-// "Fourteenth session").
+// compute-bound there; one tdpbf16ps does a 16x32 by 32x16 product (docs/PERFORMANCE.md, "Fourteenth session").
 #include <immintrin.h>
 
 #include <cstdint>
@@ -31,12 +27,6 @@
 
 namespace deepinfer::backend::cpu::avx512 {
 namespace {
-
-constexpr int kMaxTileRows = 16;  // activation rows per A tile
-constexpr int kBlockPairs = 16;   // column pairs of a 32-column block: the B tile's rows
-// The decoded vectors' bits placing (Fp8Bits) makes each product w a 2^-56 (block_decode.h); this takes a block's
-// partial sum back, exactly.
-constexpr float kBitsCorrection = 0x1p56f;
 
 // Tile registers: C (partial sums), A (activations), B (decoded weights), one set per buffer.
 constexpr int kTileC = 0, kTileA = 2, kTileB = 4;
@@ -62,27 +52,7 @@ struct alignas(64) AmxScratch {
     float acc[2][kMaxTileRows * 16];
 };
 
-// Prefetch plans of the stream by activation rows, those of the vdpbf16ps kernel on non-Zen-4 CPUs (the only
-// ones with AMX): 1-2 rows 6 KB into L2, more 1.5 KB into L1 plus 12 KB into L2 (gemm_quant_avx512.cpp). For
-// n = 1, 3-24 KB into L2, with or without 0.5-4 KB into L1, all ran within noise of it (one core, streamed).
-constexpr Prefetch kFewRowsAhead{0, 6144}, kManyRowsAhead{1536, 12288};
-
-// The weight formats (packing.h), each block decoded into kChunks x kVectors B-tile rows.
-// fp8: one e8m0 scale per group and block; blocks without subnormal codes take the bit-placing decode where the
-// task brought its activations for it (QuantGemmTask::bits_acts).
-struct Fp8Blocks {
-    static constexpr int64_t kBlockBytes = 512, kScaleBytes = 1;  // (packing.h kFp8BlockBytes)
-    static constexpr int kChunks = 8, kVectors = 2;
-    Fp8ToBf16 lookup;
-    Fp8Bits bits;
-    template <bool kBits>
-    void decode(const uint8_t* chunk, __m512i* v) const {
-        if constexpr (kBits) bits.decode(chunk, v);
-        else lookup.decode(_mm512_load_si512(chunk), v[0], v[1]);
-    }
-    static __m512 scale(const uint8_t* s) { return _mm512_set1_ps(e8m0_to_float(*s)); }
-    static constexpr bool kIntegerRows = false;
-};
+// The weight format (packing.h), each block decoded into kChunks x kVectors B-tile rows.
 // MXFP4: an e8m0 scale per row and block. The task's activation rows come in their integer form too
 // (QuantGemmTask::fp4_row), whose flags tell, per row and block, whether every partial sum of the block's
 // products is exact in fp32 (kFp4SumsExact, isa_ops.h): then the tile's sum is the exact sum, and so is the
@@ -96,12 +66,8 @@ struct Fp4Blocks {
     static constexpr int64_t kBlockBytes = 256, kScaleBytes = 16;  // (packing.h kFp4BlockBytes)
     static constexpr int kChunks = 4, kVectors = 4;
     Fp4ToBf16 dec;
-    template <bool kBits>
-    void decode(const uint8_t* chunk, __m512i* v) const {
-        dec.decode(chunk, v);
-    }
+    void decode(const uint8_t* chunk, __m512i* v) const { dec.decode(chunk, v); }
     static __m512 scale(const uint8_t* s) { return e8m0_to_ps(_mm_loadu_si128(reinterpret_cast<const __m128i*>(s))); }
-    static constexpr bool kIntegerRows = true;
 };
 
 // One group's block partial sums by the integer kernel's fallback chain (fp4_block_chain) for the rows r whose
@@ -116,12 +82,11 @@ void chain_sums(const Fp4ToBf16& dec, const uint8_t* block, int64_t chunk_stride
         _mm512_store_ps(c_out + 16 * r, fp4_block_chain(v, a + r * a_stride));
     }
 }
-static_assert(Fp8Blocks::kChunks * Fp8Blocks::kVectors == kBlockPairs &&
-              Fp4Blocks::kChunks * Fp4Blocks::kVectors == kBlockPairs);
+static_assert(Fp4Blocks::kChunks * Fp4Blocks::kVectors == kBlockPairs);
 
-// The G groups of the block at `block` (pair-interleaved chunks) into the B buffers from b on, group g by the
-// bits (kBits0, kBits1) or the exact decode, the chunks in stream order.
-template <class Format, int G, Prefetch kAhead, bool kBits0, bool kBits1>
+// The G groups of the block at `block` (pair-interleaved chunks) into the B buffers from b on, the chunks in stream
+// order.
+template <class Format, int G, Prefetch kAhead>
 void decode_block(const Format& f, const uint8_t* block, uint32_t* b) {
 #pragma GCC unroll 8
     for (int ch = 0; ch < Format::kChunks; ++ch) {
@@ -129,8 +94,7 @@ void decode_block(const Format& f, const uint8_t* block, uint32_t* b) {
         for (int g = 0; g < G; ++g) {
             const uint8_t* chunk = block + (ch * G + g) * kPackedChunkBytes;
             __m512i v[Format::kVectors];
-            if (g == 0) f.template decode<kBits0>(chunk, v);
-            else f.template decode<kBits1>(chunk, v);
+            f.decode(chunk, v);
             prefetch_ahead<kAhead>(chunk, v[0]);
             uint32_t* bg = b + g * (kBlockPairs * 16);
 #pragma GCC unroll 4
@@ -158,11 +122,11 @@ inline void inexact_rows(const QuantGemmTask& t, uint16_t* out) {
 }
 
 // N consecutive blocks' partial sums of m rows (c[j], 16 weight rows each) scaled by sw[j] * sa (row r's activation
-// scale of block j at sa[r * sa_stride + j]) onto the accumulators, block after block; bits[j]: the sums of the
-// bit-placing decode, corrected first. Each accumulator row is loaded and stored once for all N.
+// scale of block j at sa[r * sa_stride + j]) onto the accumulators, block after block. Each accumulator row is
+// loaded and stored once for all N.
 template <int N>
 inline void add_scaled_sums_n(float* const* c, float* acc, int m, const __m512* sw_in, const float* sa,
-                              int64_t sa_stride, const bool* bits) {
+                              int64_t sa_stride) {
     __m512 sw[N];
     for (int j = 0; j < N; ++j) {
         sw[j] = sw_in[j];
@@ -173,8 +137,7 @@ inline void add_scaled_sums_n(float* const* c, float* acc, int m, const __m512* 
     for (int r = 0; r < m; ++r) {
         __m512 a = _mm512_load_ps(acc + r * 16);
         for (int j = 0; j < N; ++j) {
-            __m512 sum = _mm512_load_ps(c[j] + r * 16);
-            if (bits[j]) sum = _mm512_mul_ps(sum, _mm512_set1_ps(kBitsCorrection));
+            const __m512 sum = _mm512_load_ps(c[j] + r * 16);
             a = _mm512_fmadd_ps(sum, _mm512_mul_ps(sw[j], _mm512_set1_ps(sa[r * sa_stride + j])), a);
         }
         _mm512_store_ps(acc + r * 16, a);
@@ -182,8 +145,8 @@ inline void add_scaled_sums_n(float* const* c, float* acc, int m, const __m512* 
 }
 
 // One block's (N = 1).
-inline void add_scaled_sums(float* c, float* acc, int m, __m512 sw, const float* sa, int64_t sa_stride, bool bits) {
-    add_scaled_sums_n<1>(&c, acc, m, &sw, sa, sa_stride, &bits);
+inline void add_scaled_sums(float* c, float* acc, int m, __m512 sw, const float* sa, int64_t sa_stride) {
+    add_scaled_sums_n<1>(&c, acc, m, &sw, sa, sa_stride);
 }
 
 // The accumulators of m activation rows from row i0 and group g (16 weight rows) to the task's output.
@@ -198,7 +161,7 @@ inline void store_rows(const QuantGemmTask& t, const float* acc, int m, int64_t 
 }
 
 // One pass of M (<= 16) activation rows over the G groups of a pair, the pair's blocks in stream order: unit
-// u = block u / G of group u % G, whose codes, scale and subnormal flag are the pair's u-th (packing.h: a
+// u = block u / G of group u % G, whose codes and scales are the pair's u-th (packing.h: a
 // pair's blocks hold the groups' pieces alternately). Four units are in flight (step): unit u + 2 is decoded
 // into its B buffer while unit u is multiplied, u - 1's partial sums stored and u - 2's scaled. What the n = 1
 // speed turned on (one core): a tileloadd of a buffer just stored waits for the stores to complete (loaded
@@ -212,11 +175,7 @@ class PairPass {
         : t_(t), s_(s), m_(m), kb_count_(t.k / 32), a_stride_(t.k * 2), inexact_(inexact) {
         codes_ = t.codes + packed_group(g0, t.groups, kb_count_, Format::kBlockBytes, kPackedChunkBytes).offset;
         scales_ = t.scales + packed_scale_offset(g0, t.groups, 0, kb_count_, Format::kScaleBytes);
-        flags_ = t.block_flags && t.bits_acts ? t.block_flags + packed_scale_offset(g0, t.groups, 0, kb_count_, 1)
-                                              : nullptr;
-        const int64_t a_offset = i0 * (t.k / 2);
-        acts_ = static_cast<const uint32_t*>(t.acts) + a_offset;
-        bits_acts_ = t.bits_acts ? static_cast<const uint32_t*>(t.bits_acts) + a_offset : nullptr;
+        acts_ = static_cast<const uint32_t*>(t.acts) + i0 * (t.k / 2);
         sa_ = t.act_scales + i0 * kb_count_;
     }
 
@@ -244,20 +203,8 @@ class PairPass {
     // Decode the units of block u / G (u its first) into their B buffers, the pair's chunks in stream order.
     void decode(int64_t u) {
         const uint8_t* block = codes_ + (u / G) * (G * Format::kBlockBytes);
-        uint32_t* b = s_.b[u % kBBuffers];  // (u's buffer, then u + 1's: u is even where G = 2)
-        const bool bits0 = flags_ && flags_[u] == 0;
-        bits_of_[u % kBBuffers] = bits0;
-        if constexpr (G == 1) {
-            if (bits0) decode_block<Format, 1, kAhead, true, true>(format_, block, b);
-            else decode_block<Format, 1, kAhead, false, false>(format_, block, b);
-        } else {
-            const bool bits1 = flags_ && flags_[u + 1] == 0;
-            bits_of_[(u + 1) % kBBuffers] = bits1;
-            if (bits0 && bits1) decode_block<Format, 2, kAhead, true, true>(format_, block, b);
-            else if (bits0) decode_block<Format, 2, kAhead, true, false>(format_, block, b);
-            else if (bits1) decode_block<Format, 2, kAhead, false, true>(format_, block, b);
-            else decode_block<Format, 2, kAhead, false, false>(format_, block, b);
-        }
+        // (u's buffer, then u + 1's: u is even where G = 2)
+        decode_block<Format, G, kAhead>(format_, block, s_.b[u % kBBuffers]);
     }
 
     // Unit u's stage of each unit in flight: decode u + kDecodeAhead (with its block's other unit), multiply u
@@ -274,9 +221,7 @@ class PairPass {
     // Multiply decoded unit u with the activations' block into C tile kTile.
     template <int kTile>
     void multiply(int64_t u) {
-        const bool bits = bits_of_[u % kBBuffers];
-        tile_bits_[kTile] = bits;
-        const uint32_t* a = (bits ? bits_acts_ : acts_) + (u / G) * 16;
+        const uint32_t* a = acts_ + (u / G) * 16;
         const uint32_t* b = s_.b[u % kBBuffers];
         const int64_t a_stride = a_stride_;
         // (GCC's tile intrinsics take the register numbers as literals)
@@ -299,7 +244,6 @@ class PairPass {
     void store_sums(int64_t u) {
         if constexpr (kTile == 0) _tile_stored(0, s_.c[u % 2], 64);
         else _tile_stored(1, s_.c[u % 2], 64);
-        sums_bits_[u % 2] = tile_bits_[kTile];
     }
 
     // Scale unit u's partial sums and add them to its group's accumulators.
@@ -308,25 +252,21 @@ class PairPass {
         const __m512 sw = Format::scale(scales_ + u * Format::kScaleBytes);
         float* acc = s_.acc[u % G];
         float* c = s_.c[u % 2];
-        if constexpr (Format::kIntegerRows) {
-            const uint32_t inexact = inexact_[kb];
-            if (inexact)
-                chain_sums(format_.dec, codes_ + kb * (G * Format::kBlockBytes) + (u % G) * kPackedChunkBytes,
-                           G * kPackedChunkBytes, acts_ + kb * 16, t_.k / 2, inexact, c);
-        }
-        add_scaled_sums(c, acc, m_, sw, sa_ + kb, kb_count_, sums_bits_[u % 2]);
+        const uint32_t inexact = inexact_[kb];
+        if (inexact)
+            chain_sums(format_.dec, codes_ + kb * (G * Format::kBlockBytes) + (u % G) * kPackedChunkBytes,
+                       G * kPackedChunkBytes, acts_ + kb * 16, t_.k / 2, inexact, c);
+        add_scaled_sums(c, acc, m_, sw, sa_ + kb, kb_count_);
     }
 
     const QuantGemmTask& t_;
     AmxScratch& s_;
     int m_;
     int64_t kb_count_, a_stride_;
-    const uint8_t *codes_, *scales_, *flags_;
-    const uint32_t *acts_, *bits_acts_;
+    const uint8_t *codes_, *scales_;
+    const uint32_t* acts_;
     const float* sa_;
-    const uint16_t* inexact_;  // MXFP4: the tile's masks of inexact rows by block (inexact_rows)
-    bool bits_of_[kBBuffers] = {};  // the decoder of the unit in each B buffer
-    bool tile_bits_[2] = {}, sums_bits_[2] = {};  // ... of the unit in each C tile, in each sums buffer
+    const uint16_t* inexact_;  // the tile's masks of inexact rows by block (inexact_rows)
     Format format_;
 };
 
@@ -346,25 +286,12 @@ class PairPass {
 //
 // The B tiles come from the task's panel (t.scratch: 2 KB a block, <= 512 KB at k = 8 k, in L2): the pass of
 // the first two tiles decodes the pair into it, the others read it (a block decoded once per task, not once per
-// 16 rows: fp8 n = 64 in cache 390-397 -> 487-532 GFLOP/s with PairPass). Blocks take the exact decode only: the
-// driver brings the bit-placing form of the activations for 1-4 rows alone (fp8_bits_acts), and the lookup's sums
-// are the same bits anyway.
+// 16 rows: fp8 n = 64 in cache 390-397 -> 487-532 GFLOP/s with PairPass, when this kernel served fp8 too).
 constexpr int kAccBlocks = 2;
 struct TilePairScratch {
     float c[kAccBlocks][2][2][kMaxTileRows * 16];  // [block mod kAccBlocks][row tile][group] a block's partial sums
     float acc[2][2][kMaxTileRows * 16];  // [row tile][group]
 };
-
-void configure_tile_pair(int m0, int m1) {
-    TileConfig c;
-    const int rows[2] = {m0, m1};
-    for (int i = 0; i < 2; ++i) {
-        for (int g = 0; g < 2; ++g) c.set(2 * i + g, rows[i], rows[i] ? 64 : 0);
-        c.set(4 + i, rows[i], rows[i] ? 64 : 0);
-        c.set(6 + i, kBlockPairs, 64);
-    }
-    c.load();
-}
 
 template <class Format, int G>
 class TilePairPass {
@@ -407,7 +334,7 @@ class TilePairPass {
 
     void decode(int64_t kb) {
         const uint8_t* block = codes_ + kb * (G * Format::kBlockBytes);
-        decode_block<Format, G, kManyRowsAhead, false, false>(format_, block, buffer(kb, 0));
+        decode_block<Format, G, kManyRowsAhead>(format_, block, buffer(kb, 0));
     }
 
     void multiply(int64_t kb) {
@@ -445,27 +372,23 @@ class TilePairPass {
         }
     }
 
-    // Blocks kb .. kb + N - 1 onto the accumulators (MXFP4: a row's block that is not exact by the integer
-    // kernel's chain instead).
+    // Blocks kb .. kb + N - 1 onto the accumulators (a row's block that is not exact by the integer kernel's chain
+    // instead).
     template <int N>
     void accumulate(int64_t kb) {
         for (int g = 0; g < G; ++g) {
             __m512 sw[N];
-            const bool bits[N] = {};  // (no bit-placing decode here)
             for (int j = 0; j < N; ++j) sw[j] = Format::scale(scales_ + ((kb + j) * G + g) * Format::kScaleBytes);
             for (int i = 0; i < 2 && m_[i] > 0; ++i) {
                 float* c[N];
                 for (int j = 0; j < N; ++j) {
                     c[j] = s_.c[(kb + j) % kAccBlocks][i][g];
-                    if constexpr (Format::kIntegerRows) {
-                        const uint32_t inexact = inexact_[i][kb + j];
-                        if (inexact)
-                            chain_sums(format_.dec,
-                                       codes_ + (kb + j) * (G * Format::kBlockBytes) + g * kPackedChunkBytes,
-                                       G * kPackedChunkBytes, acts_[i] + (kb + j) * 16, t_.k / 2, inexact, c[j]);
-                    }
+                    const uint32_t inexact = inexact_[i][kb + j];
+                    if (inexact)
+                        chain_sums(format_.dec, codes_ + (kb + j) * (G * Format::kBlockBytes) + g * kPackedChunkBytes,
+                                   G * kPackedChunkBytes, acts_[i] + (kb + j) * 16, t_.k / 2, inexact, c[j]);
                 }
-                add_scaled_sums_n<N>(c, s_.acc[i][g], m_[i], sw, sa_[i] + kb, kb_count_, bits);
+                add_scaled_sums_n<N>(c, s_.acc[i][g], m_[i], sw, sa_[i] + kb, kb_count_);
             }
         }
     }
@@ -479,7 +402,7 @@ class TilePairPass {
     uint32_t* panel_;
     const uint32_t* acts_[2];
     const float* sa_[2];
-    const uint16_t* inexact_[2];  // MXFP4: the tiles' masks of inexact rows by block (inexact_rows)
+    const uint16_t* inexact_[2];  // the tiles' masks of inexact rows by block (inexact_rows)
     Format format_;
 };
 
@@ -487,7 +410,7 @@ class TilePairPass {
 // More than 16 rows: pair by pair, each pair against every two tiles of 16 rows (TilePairPass).
 template <class Format>
 void gemm_amx_tile_pairs(const QuantGemmTask& t, const uint16_t* inexact) {
-    // the panel's bytes per column of k, and MXFP4's masks (gemm_amx: 4 tiles x 2 bytes per 32 columns), within
+    // the panel's bytes per column of k, and the masks (gemm_amx: 4 tiles x 2 bytes per 32 columns), within
     // the 24 floats per column of gemm_scratch_floats(k) (isa_ops.h)
     static_assert(2 * kBlockPairs * 16 * sizeof(uint32_t) / 32 + 1 <= 24 * sizeof(float));
     TilePairScratch scratch;
@@ -509,16 +432,15 @@ void gemm_amx_tile_pairs(const QuantGemmTask& t, const uint16_t* inexact) {
     _tile_release();
 }
 
-// Pair by pair (a lone last group on its own), each pair against the task's (up to 16) activation rows in one
+}  // namespace
+
+// Pair by pair (a lone last group on its own), each pair against the task's (5-16) activation rows in one
 // PairPass; more rows in TilePairPasses.
-template <class Format>
-void gemm_amx(const QuantGemmTask& t) {
-    // MXFP4's masks after the panel in the scratch (2 bytes per tile and block: within its 24 floats per column)
-    uint16_t* inexact = nullptr;
-    if constexpr (Format::kIntegerRows) {
-        inexact = reinterpret_cast<uint16_t*>(t.scratch + 16 * t.k);
-        inexact_rows(t, inexact);
-    }
+void gemm_fp4_amx(const QuantGemmTask& t) {
+    using Format = Fp4Blocks;
+    // the masks after the panel in the scratch (2 bytes per tile and block: within its 24 floats per column)
+    uint16_t* inexact = reinterpret_cast<uint16_t*>(t.scratch + 16 * t.k);
+    inexact_rows(t, inexact);
     if (t.n > kMaxTileRows) {
         gemm_amx_tile_pairs<Format>(t, inexact);
         return;
@@ -531,19 +453,12 @@ void gemm_amx(const QuantGemmTask& t) {
             const int64_t i0 = 0;
             const int m = static_cast<int>(t.n);
             if (m != configured) configure_tiles(configured = m);
-            if (G == 2 && m <= 2) PairPass<Format, 2, kFewRowsAhead>(t, scratch, g0, i0, m, inexact).run();
-            else if (G == 2) PairPass<Format, 2, kManyRowsAhead>(t, scratch, g0, i0, m, inexact).run();
-            else if (m <= 2) PairPass<Format, 1, kFewRowsAhead>(t, scratch, g0, i0, m, inexact).run();
+            if (G == 2) PairPass<Format, 2, kManyRowsAhead>(t, scratch, g0, i0, m, inexact).run();
             else PairPass<Format, 1, kManyRowsAhead>(t, scratch, g0, i0, m, inexact).run();
             for (int g = 0; g < G; ++g) store_rows(t, scratch.acc[g], m, i0, g0 + g);
         }
     }
     _tile_release();
 }
-
-}  // namespace
-
-void gemm_fp8_amx(const QuantGemmTask& t) { gemm_amx<Fp8Blocks>(t); }
-void gemm_fp4_amx(const QuantGemmTask& t) { gemm_amx<Fp4Blocks>(t); }
 
 }  // namespace deepinfer::backend::cpu::avx512

@@ -372,7 +372,7 @@ bool fp8_bits_acts(const void* acts, int64_t n, int64_t k, bool e4m3, void* out)
     return bad == 0;
 }
 
-void gemm_fp8(const QuantGemmTask& t) {
+void gemm_fp8_vdpbf16ps(const QuantGemmTask& t) {
     const int64_t kb_count = t.k / 32;
     auto scales = [&](int64_t g, int64_t kb) {
         return _mm512_set1_ps(e8m0_to_float(t.scales[packed_scale_offset(g, t.groups, kb, kb_count, 1)]));
@@ -386,9 +386,14 @@ void gemm_fp8(const QuantGemmTask& t) {
         }
         run(t, chunks, scales);
     };
-    if (amx_enabled()) gemm_fp8_amx(t);
-    else if (zmm_half_rate()) go(Fp8Chunks<true>{});
+    if (zmm_half_rate()) go(Fp8Chunks<true>{});
     else go(Fp8Chunks<false>{});
+}
+
+// AMX where the driver brought the activations for it (fp8_tile_acts: amx_enabled()).
+void gemm_fp8(const QuantGemmTask& t) {
+    if (t.tile_acts) gemm_fp8_amx(t);
+    else gemm_fp8_vdpbf16ps(t);
 }
 
 void gemm_fp4(const QuantGemmTask& t) {

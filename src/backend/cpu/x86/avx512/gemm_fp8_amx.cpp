@@ -1,0 +1,493 @@
+// The fp8 x fp8 block-scaled GEMM (spec §4.3) on AMX tiles, every row count, on CPUs where amx_enabled().
+//
+// The operands enter the tiles already scaled: each activation row a * sa * 2^ca (fp8_tile_acts, once per thread
+// and GEMM) and each weight block w * sw * 2^cw (at its decode), exact in bf16, with powers of two ca (per row) and
+// cw (per pair of row groups) that put every operand and product in fp32's normal range (the window below). So the
+// tile sums a row's products over the whole of k in one C tile, tdpbf16ps after tdpbf16ps, and the result is
+// scaled back by 2^-(ca + cw) in one vscalefps and rounded to bf16 once.
+//
+// Why: summing per 32-column block (a C tile zeroed, multiplied, stored and scaled for every block, as the MXFP4
+// kernel still does in gemm_amx.cpp) spent more cycles on the tile stores than on the products (a scratch loop
+// on the Intel Xeon: 65-69 TSC cycles per block of four products with the sums left in the tiles, 134-145 with
+// the C tiles stored and zeroed each block, 187-204 with the scaling too). In cache, one core, 256x2048: n = 64
+// 446-504 -> 579-697 GFLOP/s, n = 16-24 +8-30%, n = 1-2 and 8 the same, n = 3-4 ~0.75x (docs/PERFORMANCE.md).
+//
+// Numerics (docs/numerics.md): the products are the reference's, exact; their sum is an fp32 sum over all of k in
+// the tile unit's order instead of a sum per block scaled and accumulated in block order -- an fp32 dot product in
+// another order, as another ISA's. A row's sums do not depend on the other rows of its tile or on how many there
+// are, and every pass below gives each product the same value and accumulates in the same order, so a row's
+// result does not depend on its batch. Rows and pairs whose operands the window cannot hold (exponents spread
+// wider than kActSpan or kScaleSpan, NaN or infinite values, a NaN or non-power-of-two scale) take the vdpbf16ps
+// kernel (gemm_quant_avx512.cpp), decided by the row alone or by the pair alone.
+#include <immintrin.h>
+
+#include <algorithm>
+#include <climits>
+#include <cstdint>
+#include <cstring>
+#include <vector>
+
+#include "backend/cpu/x86/avx512/amx_tiles.h"
+#include "backend/cpu/x86/avx512/avx512_common.h"
+#include "backend/cpu/x86/avx512/block_decode.h"
+#include "backend/cpu/x86/isa_ops.h"
+#include "core/cpu_features.h"
+
+namespace deepinfer::backend::cpu::avx512 {
+namespace {
+
+// The operand window. An activation row's largest value lies in [2^kActTop, 2^(kActTop + 1)), its smallest nonzero
+// one at most kActSpan binades lower: in [2^-106, 2^-37). A pair's scale codes span at most kScaleSpan: w sw 2^cw,
+// the largest below 448 * 2^44 < 2^53, lies in [2^-17, 2^53). So every product lies in [2^-123, 2^16), and k < 2^20
+// of them sum below 2^36. Where few rows take the weights' scales onto the activations instead (PairPass
+// kScaleActs), a sa 2^ca sw 2^cw lies in [2^-114, 2^7) against the codes w, or 2^120 times that, in [2^6, 2^127),
+// against the bits decode's w 2^-120 in [2^-126, 2^-111): the same products, all operands normal and finite.
+constexpr int kActTop = -38, kActSpan = 68, kScaleSpan = 52, kWeightShift = 44;
+constexpr int64_t kMaxK = int64_t{1} << 20;
+constexpr int32_t kWideRow = INT32_MIN;  // fp8_tile_acts' row shift of a row the window cannot hold
+constexpr int64_t kFp8BlockBytes = 512;  // a group's 16 x 32 codes (packing.h)
+
+// A pair's weight scaling: cw = shift, or wide (its scale codes span more than kScaleSpan, or one is NaN).
+struct PairScaling {
+    bool wide;
+    int shift;
+};
+PairScaling pair_scaling(const uint8_t* scales, int64_t count) {
+    __m512i vlo = _mm512_set1_epi8(-1), vhi = _mm512_setzero_si512();
+    for (int64_t i = 0; i < count; i += 64) {
+        const __mmask64 valid = count - i >= 64 ? ~__mmask64{0} : (__mmask64{1} << (count - i)) - 1;
+        vlo = _mm512_mask_min_epu8(vlo, valid, vlo, _mm512_maskz_loadu_epi8(valid, scales + i));
+        vhi = _mm512_mask_max_epu8(vhi, valid, vhi, _mm512_maskz_loadu_epi8(valid, scales + i));
+    }
+    alignas(64) uint8_t los[64], his[64];
+    _mm512_store_si512(los, vlo);
+    _mm512_store_si512(his, vhi);
+    int lo = 255, hi = 0;
+    for (int j = 0; j < 64; ++j) lo = std::min<int>(lo, los[j]), hi = std::max<int>(hi, his[j]);
+    if (hi == 255 || hi - lo > kScaleSpan) return {true, 0};
+    return {false, kWeightShift - (hi - 127)};  // sw 2^cw <= 2^kWeightShift
+}
+
+// One 64-byte chunk of codes decoded to bf16 words (Fp8ToBf16: w, or on blocks without subnormal codes of weights
+// without NaN codes Fp8Bits: w * 2^-120), with kDelta `delta` (the block's exponent offset << 7) added to every
+// nonzero finite word: w * sw * 2^cw, exact. Zeros stay zero and NaN words NaN.
+struct Fp8ScaledDecode {
+    Fp8ToBf16 lookup;
+    Fp8Bits bits;
+    const __m512i exponent = _mm512_set1_epi16(0x7f80), bits_exponent = _mm512_set1_epi16(0x0780);
+    template <bool kBits, bool kDelta>
+    inline void decode(const uint8_t* chunk, __m512i delta, __m512i* v) const {
+        if constexpr (kBits) {
+            bits.decode(chunk, v);
+#pragma GCC unroll 2
+            for (int q = 0; kDelta && q < 2; ++q)
+                v[q] = _mm512_mask_add_epi16(v[q], _mm512_test_epi16_mask(v[q], bits_exponent), v[q], delta);
+        } else {
+            lookup.decode(_mm512_load_si512(chunk), v[0], v[1]);
+#pragma GCC unroll 2
+            for (int q = 0; kDelta && q < 2; ++q) {
+                const __m512i e = _mm512_and_si512(v[q], exponent);
+                const __mmask32 finite_nonzero = _mm512_test_epi16_mask(e, e) & _mm512_cmpneq_epi16_mask(e, exponent);
+                v[q] = _mm512_mask_add_epi16(v[q], finite_nonzero, v[q], delta);
+            }
+        }
+    }
+};
+
+// The deltas of block kb of a pair (G groups; scales [kb][G], flags likewise or null): group g's decode and the
+// offset that takes its decoded words to w * sw * 2^shift.
+template <int G>
+struct BlockDeltas {
+    bool bits[2] = {};
+    __m512i delta[2];
+    BlockDeltas(const uint8_t* scales, const uint8_t* flags, int64_t kb, int shift) {
+        for (int g = 0; g < G; ++g) {
+            bits[g] = flags && flags[kb * G + g] == 0;
+            // the bits decode is w * 2^-120
+            const int d = scales[kb * G + g] - 127 + shift + (bits[g] ? 120 : 0);
+            delta[g] = _mm512_set1_epi16(static_cast<short>(d << 7));
+        }
+    }
+};
+
+// Block kb of a pair (its G groups' chunks interleaved, packing.h) into b: group g's B tile at b + g * 256.
+template <int G, Prefetch kAhead, bool kDelta, bool kBits0, bool kBits1>
+void decode_block(const Fp8ScaledDecode& f, const uint8_t* block, const __m512i* delta, uint32_t* b) {
+#pragma GCC unroll 8
+    for (int ch = 0; ch < 8; ++ch) {
+#pragma GCC unroll 2
+        for (int g = 0; g < G; ++g) {
+            const uint8_t* chunk = block + (ch * G + g) * kPackedChunkBytes;
+            __m512i v[2];
+            if (g == 0) f.template decode<kBits0, kDelta>(chunk, delta[0], v);
+            else f.template decode<kBits1, kDelta>(chunk, delta[1], v);
+            prefetch_ahead<kAhead>(chunk, v[0]);
+            uint32_t* bg = b + g * (kBlockPairs * 16);
+            _mm512_store_si512(bg + (2 * ch) * 16, v[0]);
+            _mm512_store_si512(bg + (2 * ch + 1) * 16, v[1]);
+        }
+    }
+}
+
+// ... each group by its decoder (d.bits), the deltas added where kDelta.
+template <int G, Prefetch kAhead, bool kDelta>
+void decode_pair_block(const Fp8ScaledDecode& f, const uint8_t* block, const BlockDeltas<G>& d, uint32_t* b) {
+    if constexpr (G == 1) {
+        if (d.bits[0]) decode_block<1, kAhead, kDelta, true, true>(f, block, d.delta, b);
+        else decode_block<1, kAhead, kDelta, false, false>(f, block, d.delta, b);
+    } else if (d.bits[0] && d.bits[1]) {
+        decode_block<2, kAhead, kDelta, true, true>(f, block, d.delta, b);
+    } else if (d.bits[0]) {
+        decode_block<2, kAhead, kDelta, true, false>(f, block, d.delta, b);
+    } else if (d.bits[1]) {
+        decode_block<2, kAhead, kDelta, false, true>(f, block, d.delta, b);
+    } else {
+        decode_block<2, kAhead, kDelta, false, false>(f, block, d.delta, b);
+    }
+}
+
+// A pair's sums of m rows (c: 16 weight rows each) back to the task's output: times 2^-(ca + cw), rounded once.
+void store_scaled_back(const QuantGemmTask& t, const float* c, int m, int64_t i0, int64_t g, int pair_shift) {
+    const __mmask16 mask = lane_mask(t.rows - g * 16);
+    for (int r = 0; r < m; ++r) {
+        const int32_t row_shift = t.tile_shift[i0 + r];
+        if (row_shift == kWideRow) continue;  // (fallback_rows writes it)
+        const __m512 v = _mm512_scalef_ps(_mm512_load_ps(c + r * 16),
+                                          _mm512_set1_ps(-static_cast<float>(row_shift + pair_shift)));
+        const int64_t at = (i0 + r) * t.ldo + g * 16;
+        if (t.out_f32) store_row(t.out_f32 + at, mask, v);
+        else store_row(t.out + at, mask, v);
+    }
+}
+
+// The pair's codes, scales and subnormal-block flags (null: the lookup only) of group g0 (even).
+struct PairStreams {
+    const uint8_t *codes, *scales, *flags;
+    PairStreams(const QuantGemmTask& t, int64_t g0) {
+        const int64_t kb_count = t.k / 32;
+        codes = t.codes + packed_group(g0, t.groups, kb_count, kFp8BlockBytes, kPackedChunkBytes).offset;
+        scales = t.scales + packed_scale_offset(g0, t.groups, 0, kb_count, 1);
+        flags = t.block_flags ? t.block_flags + packed_scale_offset(g0, t.groups, 0, kb_count, 1) : nullptr;
+    }
+};
+
+// Up to 16 activation rows against a pair's G groups, decoding as they stream: block kb + kAheadBlocks is decoded
+// while kb is multiplied (a tileloadd of a buffer just written waits for its stores). C tile g sums group g over
+// all of k. kScaleActs (1-2 rows): the weights' scales go onto a copy of the rows' block per group instead -- the
+// B tiles hold the decoded codes as they are (w, or the bits decode's w 2^-120), A tile 2 + g the rows' a sa 2^ca
+// times sw 2^cw (times 2^120 against the bits): the same products, for 4 vector operations per row and group
+// rather than 4 per 64 codes (n = 1 streamed from memory: 86-90% of the bandwidth as before, against 75-80% with
+// the deltas on the weights). Otherwise A (tile 2) is loaded once per block for both groups' B (tiles 4, 5), which
+// hold w sw 2^cw. (Decoding two blocks ahead instead of one read 75-78% of the bandwidth at n = 1; for 3-4 rows
+// the scales on the activations ran as slowly as on the weights, in cache.)
+constexpr int kAheadBlocks = 1, kRingBlocks = 4;
+constexpr int kMaxScaledActRows = 2;
+struct alignas(64) PairScratch {
+    uint32_t b[kRingBlocks][2][kBlockPairs * 16];
+    uint16_t a[kRingBlocks][2][kMaxScaledActRows * 32];  // kScaleActs: [block][group] rows x 32 bf16
+    float c[2][kMaxTileRows * 16];
+};
+
+void configure_pair(int m) {
+    TileConfig c;
+    for (int g = 0; g < 2; ++g) {
+        c.set(g, m, 64);
+        c.set(2 + g, m, 64);
+        c.set(4 + g, kBlockPairs, 64);
+    }
+    c.load();
+}
+
+template <int G, Prefetch kAhead, bool kScaleActs>
+class PairPass {
+   public:
+    PairPass(const QuantGemmTask& t, PairScratch& s, int64_t g0, int m, int shift)
+        : s_(s), streams_(t, g0), kb_count_(t.k / 32), a_stride_(t.k * 2), m_(m), shift_(shift),
+          acts_(static_cast<const uint32_t*>(t.tile_acts)) {}
+
+    void run() {
+        _tile_zero(0);
+        if constexpr (G == 2) _tile_zero(1);
+        for (int64_t kb = 0; kb < kAheadBlocks && kb < kb_count_; ++kb) decode(kb);
+        for (int64_t kb = 0; kb < kb_count_; ++kb) {
+            if (kb + kAheadBlocks < kb_count_) decode(kb + kAheadBlocks);
+            const uint32_t* b = s_.b[kb % kRingBlocks][0];
+            if constexpr (kScaleActs) {
+                _tile_loadd(2, s_.a[kb % kRingBlocks][0], 64);
+                _tile_loadd(4, b, 64);
+                _tile_dpbf16ps(0, 2, 4);
+                if constexpr (G == 2) {
+                    _tile_loadd(3, s_.a[kb % kRingBlocks][1], 64);
+                    _tile_loadd(5, b + kBlockPairs * 16, 64);
+                    _tile_dpbf16ps(1, 3, 5);
+                }
+            } else {
+                _tile_loadd(2, acts_ + kb * 16, a_stride_);
+                _tile_loadd(4, b, 64);
+                _tile_dpbf16ps(0, 2, 4);
+                if constexpr (G == 2) {
+                    _tile_loadd(5, b + kBlockPairs * 16, 64);
+                    _tile_dpbf16ps(1, 2, 5);
+                }
+            }
+        }
+        _tile_stored(0, s_.c[0], 64);
+        if constexpr (G == 2) _tile_stored(1, s_.c[1], 64);
+    }
+
+   private:
+    void decode(int64_t kb) {
+        const uint8_t* block = streams_.codes + kb * G * kFp8BlockBytes;
+        uint32_t* b = s_.b[kb % kRingBlocks][0];
+        // the weights' deltas onto the activations (kScaleActs) or onto the decoded weights
+        const BlockDeltas<G> d(streams_.scales, streams_.flags, kb, shift_);
+        decode_pair_block<G, kAhead, !kScaleActs>(dec_, block, d, b);
+        if constexpr (kScaleActs) {
+            const __m512i exponent = _mm512_set1_epi16(0x7f80);
+            for (int g = 0; g < G; ++g)
+                for (int r = 0; r < m_; ++r) {
+                    const __m512i v = _mm512_loadu_si512(acts_ + r * (a_stride_ / 4) + kb * 16);
+                    _mm512_store_si512(s_.a[kb % kRingBlocks][g] + r * 32,
+                                       _mm512_mask_add_epi16(v, _mm512_test_epi16_mask(v, exponent), v, d.delta[g]));
+                }
+        }
+    }
+
+    PairScratch& s_;
+    PairStreams streams_;
+    int64_t kb_count_, a_stride_;
+    int m_, shift_;
+    const uint32_t* acts_;
+    Fp8ScaledDecode dec_;
+};
+
+// Two row tiles (m0 and m1 <= 16 rows; m1 = 0: one) against a pair's G groups, block by block, each tile register
+// loaded once per block for two products (C of row tile i and group g at 2 i + g, A of tile i at 4 + i, B of
+// group g at 6 + g). The B tiles come from the task's panel (t.scratch, 2 KB a block): the pass of the first
+// two row tiles decodes the pair into it, one block ahead of its products; the others read it.
+struct alignas(64) TileScratch {
+    float c[2][2][kMaxTileRows * 16];  // [row tile][group]
+};
+
+template <int G>
+class TilePairPass {
+   public:
+    TilePairPass(const QuantGemmTask& t, TileScratch& s, int64_t g0, int64_t i0, int m1, bool decode, int shift)
+        : s_(s), streams_(t, g0), kb_count_(t.k / 32), a_stride_(t.k * 2), shift_(shift), m1_(m1), decode_(decode),
+          panel_(reinterpret_cast<uint32_t*>(t.scratch)) {
+        acts_[0] = static_cast<const uint32_t*>(t.tile_acts) + i0 * (t.k / 2);
+        acts_[1] = acts_[0] + kMaxTileRows * (t.k / 2);
+    }
+
+    void run() {
+        _tile_zero(0);
+        if constexpr (G == 2) _tile_zero(1);
+        if (m1_ > 0) {
+            _tile_zero(2);
+            if constexpr (G == 2) _tile_zero(3);
+        }
+        if (decode_) decode(0);
+        for (int64_t kb = 0; kb < kb_count_; ++kb) {
+            if (decode_ && kb + 1 < kb_count_) decode(kb + 1);
+            multiply(kb);
+        }
+        _tile_stored(0, s_.c[0][0], 64);
+        if constexpr (G == 2) _tile_stored(1, s_.c[0][1], 64);
+        if (m1_ > 0) {
+            _tile_stored(2, s_.c[1][0], 64);
+            if constexpr (G == 2) _tile_stored(3, s_.c[1][1], 64);
+        }
+    }
+
+   private:
+    uint32_t* buffer(int64_t kb) const { return panel_ + kb * G * (kBlockPairs * 16); }
+
+    void decode(int64_t kb) {
+        const BlockDeltas<G> d(streams_.scales, streams_.flags, kb, shift_);
+        decode_pair_block<G, kManyRowsAhead, true>(dec_, streams_.codes + kb * G * kFp8BlockBytes, d, buffer(kb));
+    }
+
+    void multiply(int64_t kb) {
+        const uint32_t* b = buffer(kb);
+        _tile_loadd(6, b, 64);
+        if constexpr (G == 2) _tile_loadd(7, b + kBlockPairs * 16, 64);
+        _tile_loadd(4, acts_[0] + kb * 16, a_stride_);
+        _tile_dpbf16ps(0, 4, 6);
+        if constexpr (G == 2) _tile_dpbf16ps(1, 4, 7);
+        if (m1_ > 0) {
+            _tile_loadd(5, acts_[1] + kb * 16, a_stride_);
+            _tile_dpbf16ps(2, 5, 6);
+            if constexpr (G == 2) _tile_dpbf16ps(3, 5, 7);
+        }
+    }
+
+    TileScratch& s_;
+    PairStreams streams_;
+    int64_t kb_count_, a_stride_;
+    int shift_, m1_;
+    bool decode_;
+    uint32_t* panel_;
+    const uint32_t* acts_[2];
+    Fp8ScaledDecode dec_;
+};
+
+// The task's groups [g0, g0 + G) by the vdpbf16ps kernel, every row (a pair the window cannot hold).
+void fallback_pair(const QuantGemmTask& t, int64_t g0, int G) {
+    QuantGemmTask p = t;
+    const PairStreams streams(t, g0);
+    p.codes = streams.codes;
+    p.scales = streams.scales;
+    p.groups = G;
+    p.rows = std::min<int64_t>(t.rows - g0 * 16, G * 16);
+    if (t.out) p.out = t.out + g0 * 16;
+    if (t.out_f32) p.out_f32 = t.out_f32 + g0 * 16;
+    p.bits_acts = nullptr;
+    p.block_flags = nullptr;
+    p.tile_acts = nullptr;
+    p.tile_shift = nullptr;
+    gemm_fp8_vdpbf16ps(p);
+}
+
+// The task's rows the window cannot hold (tile_shift kWideRow) by the vdpbf16ps kernel, every group: gathered,
+// run, and their outputs copied back. (That kernel's results do not depend on the rows beside them either.)
+void fallback_rows(const QuantGemmTask& t) {
+    thread_local std::vector<int64_t> rows;
+    rows.clear();
+    for (int64_t i = 0; i < t.n; ++i)
+        if (t.tile_shift[i] == kWideRow) rows.push_back(i);
+    if (rows.empty()) return;
+    const auto n = static_cast<int64_t>(rows.size());
+    const int64_t kb_count = t.k / 32, width = t.groups * 16;
+    thread_local std::vector<uint16_t> acts;
+    thread_local std::vector<float> scales, out_f32;
+    thread_local std::vector<bf16> out;
+    acts.resize(static_cast<size_t>(n * t.k));
+    scales.resize(static_cast<size_t>(n * kb_count));
+    const auto* src = static_cast<const uint16_t*>(t.acts);
+    for (int64_t r = 0; r < n; ++r) {
+        std::memcpy(acts.data() + r * t.k, src + rows[r] * t.k, static_cast<size_t>(t.k) * 2);
+        std::memcpy(scales.data() + r * kb_count, t.act_scales + rows[r] * kb_count,
+                    static_cast<size_t>(kb_count) * sizeof(float));
+    }
+    QuantGemmTask p = t;
+    p.acts = acts.data();
+    p.act_scales = scales.data();
+    p.n = n;
+    p.ldo = width;
+    p.bits_acts = nullptr;
+    p.block_flags = nullptr;
+    p.tile_acts = nullptr;
+    p.tile_shift = nullptr;
+    if (t.out_f32) {
+        out_f32.resize(static_cast<size_t>(n * width));
+        p.out_f32 = out_f32.data();
+    } else {
+        out.resize(static_cast<size_t>(n * width));
+        p.out = out.data();
+    }
+    gemm_fp8_vdpbf16ps(p);
+    for (int64_t r = 0; r < n; ++r) {
+        const int64_t at = rows[r] * t.ldo;
+        if (t.out_f32)
+            std::memcpy(t.out_f32 + at, out_f32.data() + r * width, static_cast<size_t>(t.rows) * sizeof(float));
+        else std::memcpy(t.out + at, out.data() + r * width, static_cast<size_t>(t.rows) * sizeof(bf16));
+    }
+}
+
+}  // namespace
+
+bool fp8_tile_acts(const void* acts, const float* act_scales, int64_t n, int64_t k, void* out, int32_t* row_shift) {
+    if (!amx_enabled()) return false;
+    const int64_t kb_count = k / 32;
+    const __m512i field = _mm512_set1_epi16(0xff), nan_or_inf = _mm512_set1_epi16(0xff);
+    for (int64_t i = 0; i < n; ++i) {
+        const auto* a = static_cast<const uint16_t*>(acts) + i * k;
+        const float* sa = act_scales + i * kb_count;
+        auto* o = static_cast<uint16_t*>(out) + i * k;
+        // The exponents of |a sa| over the row's nonzero normal values (bf16 denormals read as zero, as
+        // tdpbf16ps and vdpbf16ps read them): the bf16 field plus the scale's, in int16 lanes.
+        bool ok = k < kMaxK;
+        __m512i hi = _mm512_set1_epi16(SHRT_MIN), lo = _mm512_set1_epi16(SHRT_MAX);
+        __mmask32 special = 0;
+        for (int64_t kb = 0; kb < kb_count; ++kb) {
+            uint32_t s;
+            std::memcpy(&s, sa + kb, 4);
+            const int e = static_cast<int>(s >> 23);
+            ok &= (s & 0x007fffffu) == 0 && e > 0 && e < 255;  // a positive normal power of two
+            const __m512i f = _mm512_and_si512(_mm512_srli_epi16(_mm512_loadu_si512(a + kb * 32), 7), field);
+            const __mmask32 nonzero = _mm512_test_epi16_mask(f, f);
+            special |= _mm512_cmpeq_epi16_mask(f, nan_or_inf);
+            const __m512i x = _mm512_add_epi16(f, _mm512_set1_epi16(static_cast<short>(e - 127)));
+            hi = _mm512_mask_max_epi16(hi, nonzero, hi, x);
+            lo = _mm512_mask_min_epi16(lo, nonzero, lo, x);
+        }
+        alignas(64) int16_t his[32], los[32];
+        _mm512_store_si512(his, hi);
+        _mm512_store_si512(los, lo);
+        int top = SHRT_MIN, bottom = SHRT_MAX;
+        for (int j = 0; j < 32; ++j) top = std::max<int>(top, his[j]), bottom = std::min<int>(bottom, los[j]);
+        if (!ok || special || (top >= bottom && top - bottom > kActSpan)) {
+            row_shift[i] = kWideRow;
+            std::memset(o, 0, static_cast<size_t>(k) * 2);
+            continue;
+        }
+        // top is a biased field: the largest value lies in [2^(top - 127), 2^(top - 126))
+        const int shift = top >= bottom ? kActTop - (top - 127) : 0;
+        row_shift[i] = shift;
+        const __m512i exponent = _mm512_set1_epi16(0x7f80);
+        for (int64_t kb = 0; kb < kb_count; ++kb) {
+            uint32_t s;
+            std::memcpy(&s, sa + kb, 4);
+            const int d = static_cast<int>(s >> 23) - 127 + shift;
+            const __m512i v = _mm512_loadu_si512(a + kb * 32);
+            const __mmask32 nonzero = _mm512_test_epi16_mask(v, exponent);
+            _mm512_storeu_si512(o + kb * 32,
+                                _mm512_maskz_add_epi16(nonzero, v, _mm512_set1_epi16(static_cast<short>(d << 7))));
+        }
+    }
+    return true;
+}
+
+// Pair by pair (a lone last group on its own): up to 16 rows in one PairPass, more in TilePairPasses of two row
+// tiles; then the rows the window cannot hold.
+void gemm_fp8_amx(const QuantGemmTask& t) {
+    const int64_t kb_count = t.k / 32;
+    int configured = -1;
+    PairScratch pair_scratch;
+    TileScratch tile_scratch;
+    for (int64_t g0 = 0; g0 < t.groups; g0 += 2) {
+        const int G = g0 + 2 <= t.groups ? 2 : 1;
+        const PairScaling w = pair_scaling(PairStreams(t, g0).scales, G * kb_count);
+        if (w.wide) {
+            fallback_pair(t, g0, G);
+            continue;
+        }
+        if (t.n <= kMaxTileRows) {
+            const int m = static_cast<int>(t.n);
+            if (m != configured) configure_pair(configured = m);
+            static_assert(kMaxScaledActRows == 2);  // (the rows of kFewRowsAhead's plan)
+            if (G == 2 && m <= 2) PairPass<2, kFewRowsAhead, true>(t, pair_scratch, g0, m, w.shift).run();
+            else if (G == 2) PairPass<2, kManyRowsAhead, false>(t, pair_scratch, g0, m, w.shift).run();
+            else if (m <= 2) PairPass<1, kFewRowsAhead, true>(t, pair_scratch, g0, m, w.shift).run();
+            else PairPass<1, kManyRowsAhead, false>(t, pair_scratch, g0, m, w.shift).run();
+            for (int g = 0; g < G; ++g) store_scaled_back(t, pair_scratch.c[g], m, 0, g0 + g, w.shift);
+            continue;
+        }
+        for (int64_t i0 = 0; i0 < t.n; i0 += 2 * kMaxTileRows) {
+            const int64_t left = t.n - i0;
+            const int m0 = static_cast<int>(std::min<int64_t>(left, kMaxTileRows));
+            const int m1 = static_cast<int>(std::min<int64_t>(left - m0, kMaxTileRows));
+            // (tile pair configurations are 1024 + m0 * 32 + m1, apart from the one-tile ones)
+            if (1024 + m0 * 32 + m1 != configured) configure_tile_pair(m0, m1), configured = 1024 + m0 * 32 + m1;
+            if (G == 2) TilePairPass<2>(t, tile_scratch, g0, i0, m1, i0 == 0, w.shift).run();
+            else TilePairPass<1>(t, tile_scratch, g0, i0, m1, i0 == 0, w.shift).run();
+            for (int i = 0; i < 2; ++i)
+                for (int g = 0; g < G; ++g)
+                    store_scaled_back(t, tile_scratch.c[i][g], i ? m1 : m0, i0 + i * kMaxTileRows, g0 + g, w.shift);
+        }
+    }
+    if (configured >= 0) _tile_release();
+    fallback_rows(t);
+}
+
+}  // namespace deepinfer::backend::cpu::avx512
