@@ -1,5 +1,5 @@
-// The tile configuration of the AVX-512 table's AMX kernels (gemm_amx.cpp, attention_amx.cpp, gemm_head_amx.cpp):
-// palette 1, per tile register its rows and bytes per row.
+// The tile configuration of the AVX-512 table's AMX kernels (gemm_amx.cpp, gemm_fp8_amx.cpp, attention_amx.cpp,
+// gemm_head_amx.cpp): palette 1, per tile register its rows and bytes per row.
 #pragma once
 
 #include <cstdint>

@@ -1,5 +1,6 @@
 // The AVX-512 weight stream's pieces shared by its GEMMs on vdpbf16ps (gemm_quant_avx512.cpp) and on AMX tiles
-// (gemm_amx.cpp): the software prefetch of the stream, the fp8 bit-placing decode and the e2m1 decode.
+// (gemm_amx.cpp, gemm_fp8_amx.cpp): the software prefetch of the stream, the fp8 bit-placing decode and the e2m1
+// decode, and the AMX GEMMs' tile shapes.
 #pragma once
 
 #include <immintrin.h>
