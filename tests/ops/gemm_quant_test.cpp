@@ -231,10 +231,10 @@ TEST(GemmFp8, NanPropagates) {
 }
 
 // Operands at the edges of the AMX fp8 kernel's window and past them (widen_fp8_scales), against the reference:
-// kept and sent rows and weight pairs side by side, a NaN weight scale, 3 rows (one row tile) and 40 (two tile
-// pairs), every table.
+// kept and sent rows and weight pairs side by side, a NaN weight scale; 3 and 14 rows (one row tile: the scales on
+// the activations, on the weights) and 40 (two tile pairs), every table.
 TEST(GemmFp8, OperandWindow) {
-    for (int64_t n : {3, 40}) {
+    for (int64_t n : {3, 14, 40}) {
         Inputs in(30 + n);
         const Shape s{n, 100, 256, 0};
         QuantizedActs acts(in, s.n, s.k);

@@ -38,6 +38,18 @@ constexpr Bytes128 make_e4m3_bf16_bytes(bool high) {
 }
 inline constexpr Bytes128 kE4M3Bf16Hi = make_e4m3_bf16_bytes(true);
 inline constexpr Bytes128 kE4M3Bf16Lo = make_e4m3_bf16_bytes(false);
+// ... of twice the magnitude (the exponent one up; zero and NaN as they are): the AMX fp8 decode's tables for an
+// odd exponent offset (gemm_fp8_amx.cpp ScaledLookup).
+constexpr Bytes128 make_e4m3_bf16_twice_bytes(bool high) {
+    Bytes128 t{};
+    for (int c = 0; c < 128; ++c) {
+        const int w = e4m3_magnitude_bf16(c) + (c == 0 || c == 0x7f ? 0 : 0x80);
+        t.v[c] = static_cast<uint8_t>(high ? w >> 8 : w & 0xff);
+    }
+    return t;
+}
+inline constexpr Bytes128 kE4M3Bf16TwiceHi = make_e4m3_bf16_twice_bytes(true);
+inline constexpr Bytes128 kE4M3Bf16TwiceLo = make_e4m3_bf16_twice_bytes(false);
 
 // e2m1 code (sign in bit 3) -> bf16 bits, repeated so a 5-bit index (a nibble plus one stray bit) works.
 constexpr Words32 make_e2m1_bf16() {

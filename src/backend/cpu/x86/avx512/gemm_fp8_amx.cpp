@@ -9,8 +9,9 @@
 // Why: summing per 32-column block (a C tile zeroed, multiplied, stored and scaled for every block, as the MXFP4
 // kernel still does in gemm_amx.cpp) spent more cycles on the tile stores than on the products (a scratch loop
 // on the Intel Xeon: 65-69 TSC cycles per block of four products with the sums left in the tiles, 134-145 with
-// the C tiles stored and zeroed each block, 187-204 with the scaling too). In cache, one core, 256x2048: n = 64
-// 446-504 -> 579-697 GFLOP/s, n = 16-24 +8-30%, n = 1-2 and 8 the same, n = 3-4 ~0.75x (docs/PERFORMANCE.md).
+// the C tiles stored and zeroed each block, 187-204 with the scaling too). In cache, one core, 256x2048 (GFLOP/s,
+// docs/PERFORMANCE.md): n = 64 470-514 -> 670-749, n = 16 356-390 -> 439-490, n = 4 180-194 -> 191-212, n = 1
+// 48-49 -> 53-59.
 //
 // Numerics (docs/numerics.md): the products are the reference's, exact; their sum is an fp32 sum over all of k in
 // the tile unit's order instead of a sum per block scaled and accumulated in block order -- an fp32 dot product in
@@ -68,59 +69,80 @@ PairScaling pair_scaling(const uint8_t* scales, int64_t count) {
     return {false, kWeightShift - (hi - 127)};  // sw 2^cw <= 2^kWeightShift
 }
 
-// One 64-byte chunk of codes decoded to bf16 words (Fp8ToBf16: w, or on blocks without subnormal codes of weights
-// without NaN codes Fp8Bits: w * 2^-120), with kDelta `delta` (the block's exponent offset << 7) added to every
-// nonzero finite word: w * sw * 2^cw, exact. Zeros stay zero and NaN words NaN.
-struct Fp8ScaledDecode {
-    Fp8ToBf16 lookup;
-    Fp8Bits bits;
-    const __m512i exponent = _mm512_set1_epi16(0x7f80), bits_exponent = _mm512_set1_epi16(0x0780);
-    template <bool kBits, bool kDelta>
-    inline void decode(const uint8_t* chunk, __m512i delta, __m512i* v) const {
-        if constexpr (kBits) {
-            bits.decode(chunk, v);
-#pragma GCC unroll 2
-            for (int q = 0; kDelta && q < 2; ++q)
-                v[q] = _mm512_mask_add_epi16(v[q], _mm512_test_epi16_mask(v[q], bits_exponent), v[q], delta);
-        } else {
-            lookup.decode(_mm512_load_si512(chunk), v[0], v[1]);
-#pragma GCC unroll 2
-            for (int q = 0; kDelta && q < 2; ++q) {
-                const __m512i e = _mm512_and_si512(v[q], exponent);
-                const __mmask32 finite_nonzero = _mm512_test_epi16_mask(e, e) & _mm512_cmpneq_epi16_mask(e, exponent);
-                v[q] = _mm512_mask_add_epi16(v[q], finite_nonzero, v[q], delta);
+// The e4m3 -> bf16 lookup (as Fp8ToBf16: a byte permute for each half of the word, the sign or-ed in) with the
+// block's exponent offset d folded into its tables: the high bytes (sign and the exponent's top 7 bits) plus d / 2
+// (rounded down), of w or, for odd d, of 2w (tables::kE4M3Bf16Twice*); the entries of zero and NaN as they are. So
+// a block's words come out as w * 2^d for 2 masked byte adds per group and block, rather than 2 operations per 32
+// words on the decoded vectors (in cache, n = 16 and 64: +5-15%, n = 4 +10%). The window keeps every exponent in
+// range.
+struct ScaledLookup {
+    __m512i hi[2][2], lo[2][2];  // [w or 2w][codes 0-63 or 64-127]
+    const __m512i sign = _mm512_set1_epi8(static_cast<char>(0x80));
+    ScaledLookup() {
+        const tables::Bytes128* t[2][2] = {{&tables::kE4M3Bf16Hi, &tables::kE4M3Bf16Lo},
+                                           {&tables::kE4M3Bf16TwiceHi, &tables::kE4M3Bf16TwiceLo}};
+        for (int p = 0; p < 2; ++p)
+            for (int h = 0; h < 2; ++h) {
+                hi[p][h] = _mm512_load_si512(t[p][0]->v + 64 * h);
+                lo[p][h] = _mm512_load_si512(t[p][1]->v + 64 * h);
             }
-        }
+    }
+    struct Tables {
+        __m512i hi0, hi1, lo0, lo1;
+    };
+    Tables tables(int d) const {
+        const int p = d & 1;
+        const __m512i j = _mm512_set1_epi8(static_cast<char>((d - p) / 2));
+        // all entries but code 0 (byte 0 of the first half) and the NaN code 0x7f (byte 63 of the second)
+        return {_mm512_mask_add_epi8(hi[p][0], ~__mmask64{1}, hi[p][0], j),
+                _mm512_mask_add_epi8(hi[p][1], ~(__mmask64{1} << 63), hi[p][1], j), lo[p][0], lo[p][1]};
+    }
+    inline void decode(const Tables& t, __m512i codes, __m512i* v) const {
+        __m512i h = _mm512_permutex2var_epi8(t.hi0, codes, t.hi1);
+        const __m512i l = _mm512_permutex2var_epi8(t.lo0, codes, t.lo1);
+        h = _mm512_ternarylogic_epi32(h, codes, sign, 0xf8);  // h | (codes & sign)
+        v[0] = _mm512_unpacklo_epi8(l, h);
+        v[1] = _mm512_unpackhi_epi8(l, h);
     }
 };
 
-// The deltas of block kb of a pair (G groups; scales [kb][G], flags likewise or null): group g's decode and the
-// offset that takes its decoded words to w * sw * 2^shift.
+// The decoders of the two passes: the weights' offsets folded into the lookup's tables, or (kScaleActs, the offsets
+// on the activations) the codes as they are -- the lookup, or on blocks without subnormal codes of weights without
+// NaN codes the bit placing (Fp8Bits: w * 2^-120).
+struct Fp8ScaledDecode {
+    ScaledLookup lookup;
+    Fp8Bits bits;
+};
+
+// Block kb of a pair (G groups; scales [kb][G], flags likewise or null): group g's decoder and exponent offset d[g],
+// which takes its decoded words to w * sw * 2^shift (the bits decode's w * 2^-120 needs 120 more).
 template <int G>
 struct BlockDeltas {
     bool bits[2] = {};
-    __m512i delta[2];
+    int d[2] = {};
     BlockDeltas(const uint8_t* scales, const uint8_t* flags, int64_t kb, int shift) {
         for (int g = 0; g < G; ++g) {
             bits[g] = flags && flags[kb * G + g] == 0;
-            // the bits decode is w * 2^-120
-            const int d = scales[kb * G + g] - 127 + shift + (bits[g] ? 120 : 0);
-            delta[g] = _mm512_set1_epi16(static_cast<short>(d << 7));
+            d[g] = scales[kb * G + g] - 127 + shift + (bits[g] ? 120 : 0);
         }
     }
 };
 
-// Block kb of a pair (its G groups' chunks interleaved, packing.h) into b: group g's B tile at b + g * 256.
-template <int G, Prefetch kAhead, bool kDelta, bool kBits0, bool kBits1>
-void decode_block(const Fp8ScaledDecode& f, const uint8_t* block, const __m512i* delta, uint32_t* b) {
+// Block kb of a pair (its G groups' chunks interleaved, packing.h) into b, group g's B tile at b + g * 256: kScaled
+// (d without flags), w * sw * 2^shift by the scaled lookup; else the codes as they are, group g by the bits where
+// kBits<g>.
+template <int G, Prefetch kAhead, bool kScaled, bool kBits0, bool kBits1>
+void decode_block(const Fp8ScaledDecode& f, const uint8_t* block, const BlockDeltas<G>& d, uint32_t* b) {
+    ScaledLookup::Tables t[G];
+    for (int g = 0; g < G; ++g) t[g] = f.lookup.tables(kScaled ? d.d[g] : 0);
 #pragma GCC unroll 8
     for (int ch = 0; ch < 8; ++ch) {
 #pragma GCC unroll 2
         for (int g = 0; g < G; ++g) {
             const uint8_t* chunk = block + (ch * G + g) * kPackedChunkBytes;
             __m512i v[2];
-            if (g == 0) f.template decode<kBits0, kDelta>(chunk, delta[0], v);
-            else f.template decode<kBits1, kDelta>(chunk, delta[1], v);
+            if (!kScaled && (g == 0 ? kBits0 : kBits1)) f.bits.decode(chunk, v);
+            else f.lookup.decode(t[g], _mm512_load_si512(chunk), v);
             prefetch_ahead<kAhead>(chunk, v[0]);
             uint32_t* bg = b + g * (kBlockPairs * 16);
             _mm512_store_si512(bg + (2 * ch) * 16, v[0]);
@@ -129,20 +151,21 @@ void decode_block(const Fp8ScaledDecode& f, const uint8_t* block, const __m512i*
     }
 }
 
-// ... each group by its decoder (d.bits), the deltas added where kDelta.
-template <int G, Prefetch kAhead, bool kDelta>
+template <int G, Prefetch kAhead, bool kScaled>
 void decode_pair_block(const Fp8ScaledDecode& f, const uint8_t* block, const BlockDeltas<G>& d, uint32_t* b) {
-    if constexpr (G == 1) {
-        if (d.bits[0]) decode_block<1, kAhead, kDelta, true, true>(f, block, d.delta, b);
-        else decode_block<1, kAhead, kDelta, false, false>(f, block, d.delta, b);
+    if constexpr (kScaled) {
+        decode_block<G, kAhead, true, false, false>(f, block, d, b);
+    } else if constexpr (G == 1) {
+        if (d.bits[0]) decode_block<1, kAhead, false, true, true>(f, block, d, b);
+        else decode_block<1, kAhead, false, false, false>(f, block, d, b);
     } else if (d.bits[0] && d.bits[1]) {
-        decode_block<2, kAhead, kDelta, true, true>(f, block, d.delta, b);
+        decode_block<2, kAhead, false, true, true>(f, block, d, b);
     } else if (d.bits[0]) {
-        decode_block<2, kAhead, kDelta, true, false>(f, block, d.delta, b);
+        decode_block<2, kAhead, false, true, false>(f, block, d, b);
     } else if (d.bits[1]) {
-        decode_block<2, kAhead, kDelta, false, true>(f, block, d.delta, b);
+        decode_block<2, kAhead, false, false, true>(f, block, d, b);
     } else {
-        decode_block<2, kAhead, kDelta, false, false>(f, block, d.delta, b);
+        decode_block<2, kAhead, false, false, false>(f, block, d, b);
     }
 }
 
@@ -173,15 +196,14 @@ struct PairStreams {
 
 // Up to 16 activation rows against a pair's G groups, decoding as they stream: block kb + kAheadBlocks is decoded
 // while kb is multiplied (a tileloadd of a buffer just written waits for its stores). C tile g sums group g over
-// all of k. kScaleActs (1-2 rows): the weights' scales go onto a copy of the rows' block per group instead -- the
-// B tiles hold the decoded codes as they are (w, or the bits decode's w 2^-120), A tile 2 + g the rows' a sa 2^ca
-// times sw 2^cw (times 2^120 against the bits): the same products, for 4 vector operations per row and group
-// rather than 4 per 64 codes (n = 1 streamed from memory: 86-90% of the bandwidth as before, against 75-80% with
-// the deltas on the weights). Otherwise A (tile 2) is loaded once per block for both groups' B (tiles 4, 5), which
-// hold w sw 2^cw. (Decoding two blocks ahead instead of one read 75-78% of the bandwidth at n = 1; for 3-4 rows
-// the scales on the activations ran as slowly as on the weights, in cache.)
+// all of k. kScaleActs (up to kMaxScaledActRows rows): the weights' scales go onto a copy of the rows' block per
+// group instead -- the B tiles hold the decoded codes as they are (w, or the bits decode's w 2^-120), A tile 2 + g
+// the rows' a sa 2^ca times sw 2^cw (times 2^120 against the bits): the same products. In cache that ran n = 1 at
+// 55 GFLOP/s against 43-45 with the scales in the lookup's tables, n = 5-10 +10-35%, n = 12 the same, n = 16 10%
+// slower. Otherwise A (tile 2) is loaded once per block for both groups' B (tiles 4, 5), which hold w sw 2^cw.
+// (Decoding two blocks ahead instead of one read 75-78% of the bandwidth at n = 1, streamed.)
 constexpr int kAheadBlocks = 1, kRingBlocks = 4;
-constexpr int kMaxScaledActRows = 2;
+constexpr int kMaxScaledActRows = 12;
 struct alignas(64) PairScratch {
     uint32_t b[kRingBlocks][2][kBlockPairs * 16];
     uint16_t a[kRingBlocks][2][kMaxScaledActRows * 32];  // kScaleActs: [block][group] rows x 32 bf16
@@ -240,15 +262,16 @@ class PairPass {
         const uint8_t* block = streams_.codes + kb * G * kFp8BlockBytes;
         uint32_t* b = s_.b[kb % kRingBlocks][0];
         // the weights' deltas onto the activations (kScaleActs) or onto the decoded weights
-        const BlockDeltas<G> d(streams_.scales, streams_.flags, kb, shift_);
+        const BlockDeltas<G> d(streams_.scales, kScaleActs ? streams_.flags : nullptr, kb, shift_);
         decode_pair_block<G, kAhead, !kScaleActs>(dec_, block, d, b);
         if constexpr (kScaleActs) {
             const __m512i exponent = _mm512_set1_epi16(0x7f80);
             for (int g = 0; g < G; ++g)
                 for (int r = 0; r < m_; ++r) {
                     const __m512i v = _mm512_loadu_si512(acts_ + r * (a_stride_ / 4) + kb * 16);
+                    const __m512i delta = _mm512_set1_epi16(static_cast<short>(d.d[g] << 7));
                     _mm512_store_si512(s_.a[kb % kRingBlocks][g] + r * 32,
-                                       _mm512_mask_add_epi16(v, _mm512_test_epi16_mask(v, exponent), v, d.delta[g]));
+                                       _mm512_mask_add_epi16(v, _mm512_test_epi16_mask(v, exponent), v, delta));
                 }
         }
     }
@@ -303,7 +326,7 @@ class TilePairPass {
     uint32_t* buffer(int64_t kb) const { return panel_ + kb * G * (kBlockPairs * 16); }
 
     void decode(int64_t kb) {
-        const BlockDeltas<G> d(streams_.scales, streams_.flags, kb, shift_);
+        const BlockDeltas<G> d(streams_.scales, nullptr, kb, shift_);
         decode_pair_block<G, kManyRowsAhead, true>(dec_, streams_.codes + kb * G * kFp8BlockBytes, d, buffer(kb));
     }
 
@@ -465,10 +488,12 @@ void gemm_fp8_amx(const QuantGemmTask& t) {
         if (t.n <= kMaxTileRows) {
             const int m = static_cast<int>(t.n);
             if (m != configured) configure_pair(configured = m);
-            static_assert(kMaxScaledActRows == 2);  // (the rows of kFewRowsAhead's plan)
+            constexpr int kFew = kMaxScaledActRows;
             if (G == 2 && m <= 2) PairPass<2, kFewRowsAhead, true>(t, pair_scratch, g0, m, w.shift).run();
+            else if (G == 2 && m <= kFew) PairPass<2, kManyRowsAhead, true>(t, pair_scratch, g0, m, w.shift).run();
             else if (G == 2) PairPass<2, kManyRowsAhead, false>(t, pair_scratch, g0, m, w.shift).run();
             else if (m <= 2) PairPass<1, kFewRowsAhead, true>(t, pair_scratch, g0, m, w.shift).run();
+            else if (m <= kFew) PairPass<1, kManyRowsAhead, true>(t, pair_scratch, g0, m, w.shift).run();
             else PairPass<1, kManyRowsAhead, false>(t, pair_scratch, g0, m, w.shift).run();
             for (int g = 0; g < G; ++g) store_scaled_back(t, pair_scratch.c[g], m, 0, g0 + g, w.shift);
             continue;
