@@ -73,8 +73,8 @@ PairScaling pair_scaling(const uint8_t* scales, int64_t count) {
 // block's exponent offset d folded into its tables: the high bytes (sign and the exponent's top 7 bits) plus d / 2
 // (rounded down), of w or, for odd d, of 2w (tables::kE4M3Bf16Twice*); the entries of zero and NaN as they are. So
 // a block's words come out as w * 2^d for 2 masked byte adds per group and block, rather than 2 operations per 32
-// words on the decoded vectors (in cache, n = 16 and 64: +5-15%, n = 4 +10%). The window keeps every exponent in
-// range.
+// words on the decoded vectors (in cache: n = 4 +20%, n = 16 +10%, n = 64 +11-16%). The window keeps every exponent
+// in range.
 struct ScaledLookup {
     __m512i hi[2][2], lo[2][2];  // [w or 2w][codes 0-63 or 64-127]
     const __m512i sign = _mm512_set1_epi8(static_cast<char>(0x80));
