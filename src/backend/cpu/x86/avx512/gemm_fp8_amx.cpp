@@ -261,7 +261,7 @@ class PairPass {
     void decode(int64_t kb) {
         const uint8_t* block = streams_.codes + kb * G * kFp8BlockBytes;
         uint32_t* b = s_.b[kb % kRingBlocks][0];
-        // the weights' deltas onto the activations (kScaleActs) or onto the decoded weights
+        // the weights' offsets onto the activations (kScaleActs) or into the lookup's tables
         const BlockDeltas<G> d(streams_.scales, kScaleActs ? streams_.flags : nullptr, kb, shift_);
         decode_pair_block<G, kAhead, !kScaleActs>(dec_, block, d, b);
         if constexpr (kScaleActs) {
