@@ -54,9 +54,12 @@ struct Fp8ToBf16 {
           lo1(_mm512_load_si512(tables::kE4M3Bf16Lo.v + 64)),
           sign(_mm512_set1_epi8(static_cast<char>(0x80))) {}
     // 64 codes -> bf16 words in unpack order: a = bytes 0-7 of each 128-bit lane, b = bytes 8-15.
-    inline void decode(__m512i codes, __m512i& a, __m512i& b) const {
-        __m512i hi = _mm512_permutex2var_epi8(hi0, codes, hi1);
-        const __m512i lo = _mm512_permutex2var_epi8(lo0, codes, lo1);
+    inline void decode(__m512i codes, __m512i& a, __m512i& b) const { lookup(hi0, hi1, lo0, lo1, sign, codes, a, b); }
+    // ... with the given tables of the high and low bytes (these, or copies with an exponent offset folded in)
+    static inline void lookup(__m512i h0, __m512i h1, __m512i l0, __m512i l1, __m512i sign, __m512i codes, __m512i& a,
+                              __m512i& b) {
+        __m512i hi = _mm512_permutex2var_epi8(h0, codes, h1);
+        const __m512i lo = _mm512_permutex2var_epi8(l0, codes, l1);
         hi = _mm512_ternarylogic_epi32(hi, codes, sign, 0xf8);  // hi | (codes & sign)
         a = _mm512_unpacklo_epi8(lo, hi);
         b = _mm512_unpackhi_epi8(lo, hi);

@@ -33,6 +33,7 @@
 #include "backend/cpu/x86/avx512/block_decode.h"
 #include "backend/cpu/x86/isa_ops.h"
 #include "core/cpu_features.h"
+#include "core/scratch_pool.h"
 
 namespace deepinfer::backend::cpu::avx512 {
 namespace {
@@ -76,33 +77,31 @@ PairScaling pair_scaling(const uint8_t* scales, int64_t count) {
 // words on the decoded vectors (in cache: n = 4 +20%, n = 16 +10%, n = 64 +11-16%). The window keeps every exponent
 // in range.
 struct ScaledLookup {
-    __m512i hi[2][2], lo[2][2];  // [w or 2w][codes 0-63 or 64-127]
-    const __m512i sign = _mm512_set1_epi8(static_cast<char>(0x80));
-    ScaledLookup() {
-        const tables::Bytes128* t[2][2] = {{&tables::kE4M3Bf16Hi, &tables::kE4M3Bf16Lo},
-                                           {&tables::kE4M3Bf16TwiceHi, &tables::kE4M3Bf16TwiceLo}};
-        for (int p = 0; p < 2; ++p)
-            for (int h = 0; h < 2; ++h) {
-                hi[p][h] = _mm512_load_si512(t[p][0]->v + 64 * h);
-                lo[p][h] = _mm512_load_si512(t[p][1]->v + 64 * h);
-            }
-    }
+    Fp8ToBf16 w;                 // the lookup of w
+    __m512i twice[2][2];         // the tables of 2w: high bytes, low bytes; codes 0-63, 64-127
     struct Tables {
         __m512i hi0, hi1, lo0, lo1;
     };
+    ScaledLookup() {
+        for (int h = 0; h < 2; ++h) {
+            twice[0][h] = _mm512_load_si512(tables::kE4M3Bf16TwiceHi.v + 64 * h);
+            twice[1][h] = _mm512_load_si512(tables::kE4M3Bf16TwiceLo.v + 64 * h);
+        }
+    }
+    // The tables of w * 2^d (kScaled), or of w.
+    template <bool kScaled>
     Tables tables(int d) const {
+        if constexpr (!kScaled) return {w.hi0, w.hi1, w.lo0, w.lo1};
         const int p = d & 1;
+        Tables t = p ? Tables{twice[0][0], twice[0][1], twice[1][0], twice[1][1]} : Tables{w.hi0, w.hi1, w.lo0, w.lo1};
         const __m512i j = _mm512_set1_epi8(static_cast<char>((d - p) / 2));
         // all entries but code 0 (byte 0 of the first half) and the NaN code 0x7f (byte 63 of the second)
-        return {_mm512_mask_add_epi8(hi[p][0], ~__mmask64{1}, hi[p][0], j),
-                _mm512_mask_add_epi8(hi[p][1], ~(__mmask64{1} << 63), hi[p][1], j), lo[p][0], lo[p][1]};
+        t.hi0 = _mm512_mask_add_epi8(t.hi0, ~__mmask64{1}, t.hi0, j);
+        t.hi1 = _mm512_mask_add_epi8(t.hi1, ~(__mmask64{1} << 63), t.hi1, j);
+        return t;
     }
     inline void decode(const Tables& t, __m512i codes, __m512i* v) const {
-        __m512i h = _mm512_permutex2var_epi8(t.hi0, codes, t.hi1);
-        const __m512i l = _mm512_permutex2var_epi8(t.lo0, codes, t.lo1);
-        h = _mm512_ternarylogic_epi32(h, codes, sign, 0xf8);  // h | (codes & sign)
-        v[0] = _mm512_unpacklo_epi8(l, h);
-        v[1] = _mm512_unpackhi_epi8(l, h);
+        Fp8ToBf16::lookup(t.hi0, t.hi1, t.lo0, t.lo1, w.sign, codes, v[0], v[1]);
     }
 };
 
@@ -134,7 +133,7 @@ struct BlockDeltas {
 template <int G, Prefetch kAhead, bool kScaled, bool kBits0, bool kBits1>
 void decode_block(const Fp8ScaledDecode& f, const uint8_t* block, const BlockDeltas<G>& d, uint32_t* b) {
     ScaledLookup::Tables t[G];
-    for (int g = 0; g < G; ++g) t[g] = f.lookup.tables(kScaled ? d.d[g] : 0);
+    for (int g = 0; g < G; ++g) t[g] = f.lookup.tables<kScaled>(d.d[g]);
 #pragma GCC unroll 8
     for (int ch = 0; ch < 8; ++ch) {
 #pragma GCC unroll 2
@@ -266,13 +265,14 @@ class PairPass {
         decode_pair_block<G, kAhead, !kScaleActs>(dec_, block, d, b);
         if constexpr (kScaleActs) {
             const __m512i exponent = _mm512_set1_epi16(0x7f80);
-            for (int g = 0; g < G; ++g)
+            for (int g = 0; g < G; ++g) {
+                const __m512i delta = _mm512_set1_epi16(static_cast<short>(d.d[g] << 7));
                 for (int r = 0; r < m_; ++r) {
                     const __m512i v = _mm512_loadu_si512(acts_ + r * (a_stride_ / 4) + kb * 16);
-                    const __m512i delta = _mm512_set1_epi16(static_cast<short>(d.d[g] << 7));
                     _mm512_store_si512(s_.a[kb % kRingBlocks][g] + r * 32,
                                        _mm512_mask_add_epi16(v, _mm512_test_epi16_mask(v, exponent), v, delta));
                 }
+            }
         }
     }
 
@@ -374,18 +374,15 @@ void fallback_pair(const QuantGemmTask& t, int64_t g0, int G) {
 // The task's rows the window cannot hold (tile_shift kWideRow) by the vdpbf16ps kernel, every group: gathered,
 // run, and their outputs copied back. (That kernel's results do not depend on the rows beside them either.)
 void fallback_rows(const QuantGemmTask& t) {
-    thread_local std::vector<int64_t> rows;
-    rows.clear();
+    ScratchVector<int64_t> rows;
     for (int64_t i = 0; i < t.n; ++i)
         if (t.tile_shift[i] == kWideRow) rows.push_back(i);
     if (rows.empty()) return;
     const auto n = static_cast<int64_t>(rows.size());
     const int64_t kb_count = t.k / 32, width = t.groups * 16;
-    thread_local std::vector<uint16_t> acts;
-    thread_local std::vector<float> scales, out_f32;
-    thread_local std::vector<bf16> out;
-    acts.resize(static_cast<size_t>(n * t.k));
-    scales.resize(static_cast<size_t>(n * kb_count));
+    ScratchVector<uint16_t> acts(static_cast<size_t>(n * t.k));
+    ScratchVector<float> scales(static_cast<size_t>(n * kb_count)), out_f32;
+    ScratchVector<bf16> out;
     const auto* src = static_cast<const uint16_t*>(t.acts);
     for (int64_t r = 0; r < n; ++r) {
         std::memcpy(acts.data() + r * t.k, src + rows[r] * t.k, static_cast<size_t>(t.k) * 2);
