@@ -237,4 +237,22 @@ inline void widen_fp8_scales(QuantizedActs& acts, std::vector<uint8_t>& w_scales
                 static_cast<uint8_t>(j == 2 ? (kb == 1 ? 255 : 120) : 80 + (kb % 3 == 2 ? span[j] : kb % 3 * 20));
 }
 
+// MXFP4 operands at the edges of the AVX-512 AMX kernel's window (gemm_fp4_amx_sums.cpp): it sums a row over all
+// of k on the tiles when every nonzero |a sa| lies in [2^-60, 2^50), and a pair of weight row groups when every
+// scale code lies in 68..174 (|w sw| in [2^-60, 2^50)); other rows and pairs take the per-block kernel. Activation
+// row r % 5: 1 holds 448 * 2^41 (kept), 2 448 * 2^42 (sent), 3 2^-9 * 2^-51 (kept), 4 2^-9 * 2^-52 (sent), each in
+// its block 0; weight pair 0 holds codes 68 and 174 (kept), pair 1 a 67, pair 2 a 175 (sent).
+inline void edge_fp4_operands(QuantizedActs& acts, std::vector<uint8_t>& w_scales, int64_t w_rows) {
+    const int64_t kb_count = acts.k / 32;
+    static constexpr uint8_t kCode[5] = {0, 0x7e, 0x7e, 0x01, 0x01}, kScale[5] = {0, 168, 169, 76, 75};
+    for (int64_t r = 0; r < acts.n; ++r)
+        if (r % 5 != 0) {
+            acts.codes[r * acts.k + 3] = kCode[r % 5];
+            acts.scales[r * kb_count] = kScale[r % 5];
+        }
+    const uint8_t edges[][2] = {{68, 174}, {67, 120}, {175, 120}};
+    for (int64_t p = 0; p < 3 && 32 * p + 31 < w_rows; ++p)
+        for (int j = 0; j < 2; ++j) w_scales[(32 * p + 5 + 17 * j) * kb_count + j % kb_count] = edges[p][j];
+}
+
 }  // namespace deepinfer::testing

@@ -187,13 +187,33 @@ TEST(RowInvariance, GemmFp4) {
         }
 }
 
+// Rows and weight pairs at the edges of the AMX MXFP4 kernel's window (edge_fp4_operands), on its tiles beside
+// ones it sends to the per-block kernel: every row gives its bits of one row alone (the integer kernel).
+TEST(RowInvariance, GemmFp4OperandWindow) {
+    constexpr int64_t rows = 100, k = 256;
+    Inputs in(43);
+    QuantizedActs acts(in, kRows, k);
+    std::vector<uint8_t> packed = in.bytes(rows * k / 2), scales = in.bytes(rows * k / 32, 112, 134);
+    edge_fp4_operands(acts, scales, rows);
+    const Fp4Matrix w{packed.data(), scales.data(), rows, k};
+    for (bool prepared : {false, true})
+        check_windows<bf16>(fmt::format("gemm_fp4 window {}", prepared ? "prepared" : "canonical"), rows,
+                            [&](const Kernels& t, int64_t s, int64_t n, int th, bf16* out) {
+                                ThreadPool pool(th);
+                                PackedWeight pw;
+                                const Fp4Matrix wt = as_used(t, w, prepared, &pw, pool);
+                                t.gemm_fp4(acts.rows(s, n), wt, out, rows, pool);
+                            });
+}
+
 // Activation codes made block by block to reach every case of the AVX2 integer MXFP4 kernels: the GEMV reads a
 // single row as exact integers where a block's values fit two int8 planes and runs the fp32 chain elsewhere
 // (gemv_fp4_int_avx2.cpp); the panel GEMM of 5-64 rows takes int16 words, shifted with the dropped low bits
 // added back for wider blocks, and the chain where a partial sum could round (gemm_fp4_int_avx2.cpp). Single rows
 // and windows must give the batch's bits in every case. Wide, NaN and zero blocks and extreme scale codes are
-// worth a row-invariance check on every table anyway.
-QuantizedActs mixed_fp4_acts(Inputs& in, int64_t n, int64_t k) {
+// worth a row-invariance check on every table anyway. Without extreme_scales the rows keep act_quant's scales
+// (the AMX kernel's sums over k take them, with the chains of the blocks without exact sums).
+QuantizedActs mixed_fp4_acts(Inputs& in, int64_t n, int64_t k, bool extreme_scales) {
     QuantizedActs a(in, n, k);
     auto code = [&](int e, int m, bool negative) { return static_cast<uint8_t>((negative ? 0x80 : 0) | e << 3 | m); };
     for (int64_t b = 0; b < n * k / 32; ++b) {
@@ -233,7 +253,7 @@ QuantizedActs mixed_fp4_acts(Inputs& in, int64_t n, int64_t k) {
             }
         }
         // scale codes beyond act_quant's: 2^-127 (subnormal), 2^127 and NaN now and then
-        const int s = in.uniform_int(0, 40);
+        const int s = extreme_scales ? in.uniform_int(0, 40) : 40;
         if (s == 0) a.scales[b] = 0;
         else if (s == 1) a.scales[b] = 254;
         else if (s == 2) a.scales[b] = 255;
@@ -245,22 +265,25 @@ TEST(RowInvariance, GemmFp4MixedBlocks) {
     for (int64_t rows : {48, 129})
         for (int64_t k : {64, 544}) {
             Inputs in(rows * 1000 + k + 5);
-            const QuantizedActs acts = mixed_fp4_acts(in, kRows, k);
+            const QuantizedActs mixed = mixed_fp4_acts(in, kRows, k, true);
+            const QuantizedActs plain_scales = mixed_fp4_acts(in, kRows, k, false);
             std::vector<uint8_t> packed = in.bytes(rows * k / 2), scales = in.bytes(rows * k / 32, 100, 150);
             std::vector<uint8_t> extreme = scales;  // weight scale codes 0 and 255 too (not PackedWeight::plain_scales)
             for (size_t i = 0; i < extreme.size(); i += 7) extreme[i] = i % 2 ? 0 : 255;
-            for (const auto* sw : {&scales, &extreme}) {
+            for (const auto& [acts, sw] : {std::pair{&mixed, &scales}, std::pair{&mixed, &extreme},
+                                           std::pair{&plain_scales, &scales}}) {
                 const Fp4Matrix w{packed.data(), sw->data(), rows, k};
                 // alone and as one GEMM of a grouped call (the MoE's route)
                 for (bool grouped : {false, true})
-                    check_windows<bf16>(fmt::format("gemm_fp4 mixed blocks rows={} k={}{}{}", rows, k,
+                    check_windows<bf16>(fmt::format("gemm_fp4 mixed blocks rows={} k={}{}{}{}", rows, k,
+                                                    acts == &plain_scales ? " act_quant scales" : "",
                                                     sw == &extreme ? " extreme scales" : "", grouped ? " grouped" : ""),
                                         rows, [&](const Kernels& t, int64_t s, int64_t n, int th, bf16* out) {
                                             ThreadPool pool(th);
                                             PackedWeight pw;
                                             const Fp4Matrix wt = as_used(t, w, true, &pw, pool);
-                                            if (!grouped) return t.gemm_fp4(acts.rows(s, n), wt, out, rows, pool);
-                                            const backend::Fp4Gemm g{acts.rows(s, n), wt, out, rows};
+                                            if (!grouped) return t.gemm_fp4(acts->rows(s, n), wt, out, rows, pool);
+                                            const backend::Fp4Gemm g{acts->rows(s, n), wt, out, rows};
                                             t.gemm_fp4_grouped(&g, 1, pool);
                                         });
             }

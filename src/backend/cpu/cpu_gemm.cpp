@@ -199,11 +199,14 @@ void gemm_quant(const IsaOps& ops, const QuantProblem* problems, size_t count, T
         return ops.prep_fp4_row && !item.p->x && item.p->w.layout == PackedLayout::kFp4R16K8 &&
                ops.fp4_row_bytes(item.p->a.k, item.ni) > 0;
     };
-    // fp8 where the ISA has an AMX kernel: its activations are also made ready for it (scaled rows), once per
-    // thread and item like the decode itself.
-    auto tile_acts_of = [&](const Item& item) {
-        return ops.fp8_tile_acts && item.p->w.layout == PackedLayout::kFp8R16K4;
+    // fp8 and MXFP4 where the ISA has an AMX kernel that reads them: its activations are also made ready for it
+    // (scaled rows), once per thread and item like the decode itself (MXFP4: with the integer form, whose flags
+    // that kernel reads too).
+    auto tile_acts_fn = [&](const Item& item) {
+        if (item.p->w.layout == PackedLayout::kFp8R16K4) return ops.fp8_tile_acts;
+        return fp4_row_of(item) ? ops.fp4_tile_acts : nullptr;
     };
+    auto tile_acts_of = [&](const Item& item) { return tile_acts_fn(item) != nullptr; };
     // fp8 prepared without NaN codes, where the ISA has a bit-placing decode: likewise for that decode.
     auto bits_acts_of = [&](const Item& item) {
         return ops.fp8_bits_acts && item.pw && item.pw->layout == PackedLayout::kFp8R16K4 && item.pw->plain_codes;
@@ -250,8 +253,8 @@ void gemm_quant(const IsaOps& ops, const QuantProblem* problems, size_t count, T
                     if (tile_acts_of(item)) {
                         s.tile_acts.ensure(static_cast<size_t>(ni * a.k * ops.act_bytes));
                         s.tile_shift.ensure(static_cast<size_t>(ni) * sizeof(int32_t));
-                        s.tile_acts_ok = ops.fp8_tile_acts(s.acts.data(), s.act_scales.as<float>(), ni, a.k,
-                                                           s.tile_acts.data(), s.tile_shift.as<int32_t>());
+                        s.tile_acts_ok = tile_acts_fn(item)(s.acts.data(), s.act_scales.as<float>(), ni, a.k,
+                                                            s.tile_acts.data(), s.tile_shift.as<int32_t>());
                     }
                     s.bits_acts_ok = false;
                     if (bits_acts_of(item) && !s.tile_acts_ok) {

@@ -57,7 +57,7 @@ struct ThreadScratch {
     AlignedBuffer bits_acts;    // IsaOps::fp8_bits_acts of acts
     AlignedBuffer planes;       // the calling thread's split_bf16x3_rows planes of a gemm_f32_bf16w on tiles
     bool bits_acts_ok = false;  // ... and whether it accepted them
-    AlignedBuffer tile_acts, tile_shift;  // IsaOps::fp8_tile_acts of acts and act_scales
+    AlignedBuffer tile_acts, tile_shift;  // IsaOps::fp8_tile_acts / fp4_tile_acts of acts and act_scales
     bool tile_acts_ok = false;            // ... and whether it took them
 };
 ThreadScratch& thread_scratch();

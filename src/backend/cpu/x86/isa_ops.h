@@ -94,8 +94,8 @@ struct QuantGemmTask {
     // first group (packing.h; else null).
     const void* bits_acts = nullptr;
     const uint8_t* block_flags = nullptr;
-    // fp8 where the ISA has IsaOps::fp8_tile_acts and it took the activations: the rows scaled for its AMX kernel
-    // (bf16 [n, k]) and each row's power of two (else null).
+    // fp8 or MXFP4 where the ISA has IsaOps::fp8_tile_acts / fp4_tile_acts and it took the activations: the rows
+    // scaled for its AMX kernel (bf16 [n, k]) and each row's power of two (else null).
     const void* tile_acts = nullptr;
     const int32_t* tile_shift = nullptr;
 };
@@ -217,6 +217,10 @@ struct IsaOps {
     // when that kernel does not run. Called once per thread and GEMM, like decode_acts.
     bool (*fp8_tile_acts)(const void* acts, const float* act_scales, int64_t n, int64_t k, void* out,
                           int32_t* row_shift) = nullptr;
+    // Optional (AVX-512 where amx_enabled()): the same for the MXFP4 GEMM of n rows where it sums over all of k on
+    // the tiles (gemm_fp4_amx_sums.cpp): a * sa in bf16, row_shift 0, or kWideRow for a row outside its window.
+    bool (*fp4_tile_acts)(const void* acts, const float* act_scales, int64_t n, int64_t k, void* out,
+                          int32_t* row_shift) = nullptr;
 };
 // x = hi + mid + lo exactly for every finite fp32 x whose parts stay normal (|x| >= ~2^-110): hi = x truncated to
 // bf16, mid = the rest truncated, lo = the rest of that (at most 8 significant bits). Infinities and NaNs go to hi
@@ -269,6 +273,8 @@ bool fp8_bits_acts(const void* acts, int64_t n, int64_t k, bool e4m3, void* out)
 void gemm_f32_bf16w_tiles(const DenseGemmTask& task);  // gemm_head_amx.cpp
 bool fp8_tile_acts(const void* acts, const float* act_scales, int64_t n, int64_t k, void* out,
                    int32_t* row_shift);  // gemm_fp8_amx.cpp
+bool fp4_tile_acts(const void* acts, const float* act_scales, int64_t n, int64_t k, void* out,
+                   int32_t* row_shift);  // gemm_fp4_amx_sums.cpp
 }  // namespace avx512
 namespace avx2 {
 // AVX2's integer MXFP4 rows (the GEMV's planes, Fp4RowLayout, or the panel GEMM's words, Fp4PanelRow), and

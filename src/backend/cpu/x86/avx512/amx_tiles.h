@@ -2,6 +2,8 @@
 // gemm_head_amx.cpp): palette 1, per tile register its rows and bytes per row.
 #pragma once
 
+#include <immintrin.h>
+
 #include <cstdint>
 
 namespace deepinfer::backend::cpu::avx512 {
@@ -33,6 +35,39 @@ inline void configure_tile_pair(int m0, int m1) {
         c.set(6 + i, 16, 64);
     }
     c.load();
+}
+
+// configure_tile_pair's C tiles of row tile i (its G groups): zeroed, stored to c[g], loaded from c[g] (16 x 16
+// floats each). (GCC's tile intrinsics take the register numbers as literals.)
+template <int G>
+inline void zero_c_tiles(int i) {
+    if (i == 0) {
+        _tile_zero(0);
+        if constexpr (G == 2) _tile_zero(1);
+    } else {
+        _tile_zero(2);
+        if constexpr (G == 2) _tile_zero(3);
+    }
+}
+template <int G>
+inline void store_c_tiles(int i, float (*c)[256]) {
+    if (i == 0) {
+        _tile_stored(0, c[0], 64);
+        if constexpr (G == 2) _tile_stored(1, c[1], 64);
+    } else {
+        _tile_stored(2, c[0], 64);
+        if constexpr (G == 2) _tile_stored(3, c[1], 64);
+    }
+}
+template <int G>
+inline void load_c_tiles(int i, float (*c)[256]) {
+    if (i == 0) {
+        _tile_loadd(0, c[0], 64);
+        if constexpr (G == 2) _tile_loadd(1, c[1], 64);
+    } else {
+        _tile_loadd(2, c[0], 64);
+        if constexpr (G == 2) _tile_loadd(3, c[1], 64);
+    }
 }
 
 }  // namespace deepinfer::backend::cpu::avx512

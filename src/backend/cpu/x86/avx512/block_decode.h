@@ -5,7 +5,10 @@
 
 #include <immintrin.h>
 
+#include <algorithm>
+#include <climits>
 #include <cstdint>
+#include <cstring>
 
 #include "backend/cpu/x86/avx512/avx512_common.h"
 #include "backend/cpu/x86/isa_ops.h"
@@ -89,6 +92,101 @@ inline __m512 fp4_block_chain(const __m512i (&v)[16], const uint32_t* a) {
     return p;
 }
 
+// The AMX GEMMs' activation rows (fp8_tile_acts, fp4_tile_acts): the row shift of a row their window cannot hold.
+inline constexpr int32_t kWideRow = INT32_MIN;
+
+// The exponents of a row's nonzero |a sa| (a: decoded bf16 values [kb_count * 32], sa: its blocks' scales) as
+// biased fields: the largest value lies in [2^(top - 127), 2^(top - 126)), the smallest nonzero one in
+// [2^(bottom - 127), ...); top < bottom when none is nonzero. bf16 denormals count as zero (tdpbf16ps and
+// vdpbf16ps read them so). ok: every scale a positive normal power of two and no value NaN or infinite.
+struct RowExponents {
+    bool ok;
+    int top, bottom;
+};
+inline RowExponents row_exponents(const uint16_t* a, const float* sa, int64_t kb_count) {
+    const __m512i field = _mm512_set1_epi16(0xff);
+    bool ok = true;
+    __m512i hi = _mm512_set1_epi16(SHRT_MIN), lo = _mm512_set1_epi16(SHRT_MAX);
+    __mmask32 special = 0;
+    for (int64_t kb = 0; kb < kb_count; ++kb) {
+        uint32_t s;
+        std::memcpy(&s, sa + kb, 4);
+        const int e = static_cast<int>(s >> 23);
+        ok &= (s & 0x007fffffu) == 0 && e > 0 && e < 255;  // a positive normal power of two
+        const __m512i f = _mm512_and_si512(_mm512_srli_epi16(_mm512_loadu_si512(a + kb * 32), 7), field);
+        const __mmask32 nonzero = _mm512_test_epi16_mask(f, f);
+        special |= _mm512_cmpeq_epi16_mask(f, field);
+        const __m512i x = _mm512_add_epi16(f, _mm512_set1_epi16(static_cast<short>(e - 127)));
+        hi = _mm512_mask_max_epi16(hi, nonzero, hi, x);
+        lo = _mm512_mask_min_epi16(lo, nonzero, lo, x);
+    }
+    alignas(64) int16_t his[32], los[32];
+    _mm512_store_si512(his, hi);
+    _mm512_store_si512(los, lo);
+    RowExponents r{ok && special == 0, SHRT_MIN, SHRT_MAX};
+    for (int j = 0; j < 32; ++j) r.top = std::max<int>(r.top, his[j]), r.bottom = std::min<int>(r.bottom, los[j]);
+    return r;
+}
+
+// A row's a * sa * 2^shift in bf16 into out (exact where row_exponents' window holds it); zeros and denormals to
+// zero.
+inline void fold_row_scales(const uint16_t* a, const float* sa, int64_t kb_count, int shift, uint16_t* out) {
+    const __m512i exponent = _mm512_set1_epi16(0x7f80);
+    for (int64_t kb = 0; kb < kb_count; ++kb) {
+        uint32_t s;
+        std::memcpy(&s, sa + kb, 4);
+        const int d = static_cast<int>(s >> 23) - 127 + shift;
+        const __m512i v = _mm512_loadu_si512(a + kb * 32);
+        const __mmask32 nonzero = _mm512_test_epi16_mask(v, exponent);
+        _mm512_storeu_si512(out + kb * 32,
+                            _mm512_maskz_add_epi16(nonzero, v, _mm512_set1_epi16(static_cast<short>(d << 7))));
+    }
+}
+
+// The smallest and largest of count scale codes.
+struct ScaleCodeRange {
+    int lo, hi;
+};
+inline ScaleCodeRange scale_code_range(const uint8_t* scales, int64_t count) {
+    __m512i vlo = _mm512_set1_epi8(-1), vhi = _mm512_setzero_si512();
+    for (int64_t i = 0; i < count; i += 64) {
+        const __mmask64 valid = count - i >= 64 ? ~__mmask64{0} : (__mmask64{1} << (count - i)) - 1;
+        vlo = _mm512_mask_min_epu8(vlo, valid, vlo, _mm512_maskz_loadu_epi8(valid, scales + i));
+        vhi = _mm512_mask_max_epu8(vhi, valid, vhi, _mm512_maskz_loadu_epi8(valid, scales + i));
+    }
+    alignas(64) uint8_t los[64], his[64];
+    _mm512_store_si512(los, vlo);
+    _mm512_store_si512(his, vhi);
+    ScaleCodeRange r{255, 0};
+    for (int j = 0; j < 64; ++j) r.lo = std::min<int>(r.lo, los[j]), r.hi = std::max<int>(r.hi, his[j]);
+    return r;
+}
+
+// The AMX GEMMs' ways around their windows (gemm_quant_avx512.cpp), both with another kernel whose results do not
+// depend on the rows beside them either: the task's groups [g0, g0 + G) (a pair; blocks of block_bytes codes and
+// scale_bytes scales per group) for every row, without the tile activations; and the task's rows whose tile_shift
+// is kWideRow for every group -- gathered (values, scales and integer form), run and copied back.
+void gemm_pair_apart(const QuantGemmTask& t, int64_t g0, int G, int64_t block_bytes, int64_t scale_bytes,
+                     void (*kernel)(const QuantGemmTask&));
+void gemm_wide_rows_apart(const QuantGemmTask& t, void (*kernel)(const QuantGemmTask&));
+
+// MXFP4, once per task: per tile of 16 activation rows and block, the rows whose sums of the block are not exact
+// (their integer form's kFp4SumsExact clear, Fp4RowLayout::exact), bit r for the tile's row r: out[tile][kb].
+// (Worked out per pass and group instead, the byte loads, shifts and ors took ~10% of a 64-row GEMM in cache.)
+inline void inexact_rows(const QuantGemmTask& t, uint16_t* out) {
+    const int64_t kb_count = t.k / 32;
+    const Fp4RowLayout layout = fp4_row_layout(kb_count);
+    for (int64_t i0 = 0; i0 < t.n; i0 += kMaxTileRows) {
+        uint16_t* tile = out + i0 / kMaxTileRows * kb_count;
+        for (int64_t kb = 0; kb < kb_count; ++kb) tile[kb] = 0;
+        for (int64_t r = 0; r < kMaxTileRows && i0 + r < t.n; ++r) {
+            const uint8_t* exact = t.fp4_row + (i0 + r) * layout.bytes + layout.exact;
+            for (int64_t kb = 0; kb < kb_count; ++kb)
+                tile[kb] |= static_cast<uint16_t>(((exact[kb] & kFp4SumsExact) == 0) << r);
+        }
+    }
+}
+
 // The fp8 and MXFP4 GEMMs on AMX tiles (CPUs where core/cpu_features.h amx_enabled()). fp8 (gemm_fp8_amx.cpp):
 // every row count, so that a row's result does not depend on its batch, with the activations of fp8_tile_acts
 // (QuantGemmTask::tile_acts). MXFP4 (gemm_amx.cpp): 5 and more rows with their integer form
@@ -96,6 +194,9 @@ inline __m512 fp4_block_chain(const __m512i (&v)[16], const uint32_t* a) {
 // vdpbf16ps chain the integer kernel falls back to (the same bits as 1-4 rows get).
 void gemm_fp8_amx(const QuantGemmTask& t);
 void gemm_fp4_amx(const QuantGemmTask& t);
+// MXFP4 with the sums over all of k in the tiles (gemm_fp4_amx_sums.cpp): 5 and more rows with the activations of
+// fp4_tile_acts (QuantGemmTask::tile_acts), the same bits as gemm_fp4_amx.
+void gemm_fp4_amx_sums(const QuantGemmTask& t);
 // The fp8 GEMM on vdpbf16ps (gemm_quant_avx512.cpp): CPUs without AMX, and the rows and pairs gemm_fp8_amx cannot
 // take.
 void gemm_fp8_vdpbf16ps(const QuantGemmTask& t);

@@ -104,23 +104,6 @@ void decode_block(const Format& f, const uint8_t* block, uint32_t* b) {
     }
 }
 
-// MXFP4, once per task: per tile of 16 activation rows and block, the rows whose sums of the block are not exact
-// (their integer form's kFp4SumsExact clear, Fp4RowLayout::exact), bit r for the tile's row r: out[tile][kb].
-// (Worked out per pass and group instead, the byte loads, shifts and ors took ~10% of a 64-row GEMM in cache.)
-inline void inexact_rows(const QuantGemmTask& t, uint16_t* out) {
-    const int64_t kb_count = t.k / 32;
-    const Fp4RowLayout layout = fp4_row_layout(kb_count);
-    for (int64_t i0 = 0; i0 < t.n; i0 += kMaxTileRows) {
-        uint16_t* tile = out + i0 / kMaxTileRows * kb_count;
-        for (int64_t kb = 0; kb < kb_count; ++kb) tile[kb] = 0;
-        for (int64_t r = 0; r < kMaxTileRows && i0 + r < t.n; ++r) {
-            const uint8_t* exact = t.fp4_row + (i0 + r) * layout.bytes + layout.exact;
-            for (int64_t kb = 0; kb < kb_count; ++kb)
-                tile[kb] |= static_cast<uint16_t>(((exact[kb] & kFp4SumsExact) == 0) << r);
-        }
-    }
-}
-
 // N consecutive blocks' partial sums of m rows (c[j], 16 weight rows each) scaled by sw[j] * sa (row r's activation
 // scale of block j at sa[r * sa_stride + j]) onto the accumulators, block after block. Each accumulator row is
 // loaded and stored once for all N.

@@ -46,7 +46,6 @@ namespace {
 // against the bits decode's w 2^-120 in [2^-126, 2^-111): the same products, all operands normal and finite.
 constexpr int kActTop = -38, kActSpan = 68, kScaleSpan = 52, kWeightShift = 44;
 constexpr int64_t kMaxK = int64_t{1} << 20;
-constexpr int32_t kWideRow = INT32_MIN;  // fp8_tile_acts' row shift of a row the window cannot hold
 constexpr int64_t kFp8BlockBytes = 512;  // a group's 16 x 32 codes (packing.h)
 
 // A pair's weight scaling: cw = shift, or wide (its scale codes span more than kScaleSpan, or one is NaN).
@@ -55,19 +54,9 @@ struct PairScaling {
     int shift;
 };
 PairScaling pair_scaling(const uint8_t* scales, int64_t count) {
-    __m512i vlo = _mm512_set1_epi8(-1), vhi = _mm512_setzero_si512();
-    for (int64_t i = 0; i < count; i += 64) {
-        const __mmask64 valid = count - i >= 64 ? ~__mmask64{0} : (__mmask64{1} << (count - i)) - 1;
-        vlo = _mm512_mask_min_epu8(vlo, valid, vlo, _mm512_maskz_loadu_epi8(valid, scales + i));
-        vhi = _mm512_mask_max_epu8(vhi, valid, vhi, _mm512_maskz_loadu_epi8(valid, scales + i));
-    }
-    alignas(64) uint8_t los[64], his[64];
-    _mm512_store_si512(los, vlo);
-    _mm512_store_si512(his, vhi);
-    int lo = 255, hi = 0;
-    for (int j = 0; j < 64; ++j) lo = std::min<int>(lo, los[j]), hi = std::max<int>(hi, his[j]);
-    if (hi == 255 || hi - lo > kScaleSpan) return {true, 0};
-    return {false, kWeightShift - (hi - 127)};  // sw 2^cw <= 2^kWeightShift
+    const ScaleCodeRange r = scale_code_range(scales, count);
+    if (r.hi == 255 || r.hi - r.lo > kScaleSpan) return {true, 0};
+    return {false, kWeightShift - (r.hi - 127)};  // sw 2^cw <= 2^kWeightShift
 }
 
 // The e4m3 -> bf16 lookup (as Fp8ToBf16: a byte permute for each half of the word, the sign or-ed in) with the
@@ -303,23 +292,13 @@ class TilePairPass {
     }
 
     void run() {
-        _tile_zero(0);
-        if constexpr (G == 2) _tile_zero(1);
-        if (m1_ > 0) {
-            _tile_zero(2);
-            if constexpr (G == 2) _tile_zero(3);
-        }
+        for (int i = 0; i < (m1_ > 0 ? 2 : 1); ++i) zero_c_tiles<G>(i);
         if (decode_) decode(0);
         for (int64_t kb = 0; kb < kb_count_; ++kb) {
             if (decode_ && kb + 1 < kb_count_) decode(kb + 1);
             multiply(kb);
         }
-        _tile_stored(0, s_.c[0][0], 64);
-        if constexpr (G == 2) _tile_stored(1, s_.c[0][1], 64);
-        if (m1_ > 0) {
-            _tile_stored(2, s_.c[1][0], 64);
-            if constexpr (G == 2) _tile_stored(3, s_.c[1][1], 64);
-        }
+        for (int i = 0; i < (m1_ > 0 ? 2 : 1); ++i) store_c_tiles<G>(i, s_.c[i]);
     }
 
    private:
@@ -354,116 +333,25 @@ class TilePairPass {
     Fp8ScaledDecode dec_;
 };
 
-// The task's groups [g0, g0 + G) by the vdpbf16ps kernel, every row (a pair the window cannot hold).
-void fallback_pair(const QuantGemmTask& t, int64_t g0, int G) {
-    QuantGemmTask p = t;
-    const PairStreams streams(t, g0);
-    p.codes = streams.codes;
-    p.scales = streams.scales;
-    p.groups = G;
-    p.rows = std::min<int64_t>(t.rows - g0 * 16, G * 16);
-    if (t.out) p.out = t.out + g0 * 16;
-    if (t.out_f32) p.out_f32 = t.out_f32 + g0 * 16;
-    p.bits_acts = nullptr;
-    p.block_flags = nullptr;
-    p.tile_acts = nullptr;
-    p.tile_shift = nullptr;
-    gemm_fp8_vdpbf16ps(p);
-}
-
-// The task's rows the window cannot hold (tile_shift kWideRow) by the vdpbf16ps kernel, every group: gathered,
-// run, and their outputs copied back. (That kernel's results do not depend on the rows beside them either.)
-void fallback_rows(const QuantGemmTask& t) {
-    ScratchVector<int64_t> rows;
-    for (int64_t i = 0; i < t.n; ++i)
-        if (t.tile_shift[i] == kWideRow) rows.push_back(i);
-    if (rows.empty()) return;
-    const auto n = static_cast<int64_t>(rows.size());
-    const int64_t kb_count = t.k / 32, width = t.groups * 16;
-    ScratchVector<uint16_t> acts(static_cast<size_t>(n * t.k));
-    ScratchVector<float> scales(static_cast<size_t>(n * kb_count)), out_f32;
-    ScratchVector<bf16> out;
-    const auto* src = static_cast<const uint16_t*>(t.acts);
-    for (int64_t r = 0; r < n; ++r) {
-        std::memcpy(acts.data() + r * t.k, src + rows[r] * t.k, static_cast<size_t>(t.k) * 2);
-        std::memcpy(scales.data() + r * kb_count, t.act_scales + rows[r] * kb_count,
-                    static_cast<size_t>(kb_count) * sizeof(float));
-    }
-    QuantGemmTask p = t;
-    p.acts = acts.data();
-    p.act_scales = scales.data();
-    p.n = n;
-    p.ldo = width;
-    p.bits_acts = nullptr;
-    p.block_flags = nullptr;
-    p.tile_acts = nullptr;
-    p.tile_shift = nullptr;
-    if (t.out_f32) {
-        out_f32.resize(static_cast<size_t>(n * width));
-        p.out_f32 = out_f32.data();
-    } else {
-        out.resize(static_cast<size_t>(n * width));
-        p.out = out.data();
-    }
-    gemm_fp8_vdpbf16ps(p);
-    for (int64_t r = 0; r < n; ++r) {
-        const int64_t at = rows[r] * t.ldo;
-        if (t.out_f32)
-            std::memcpy(t.out_f32 + at, out_f32.data() + r * width, static_cast<size_t>(t.rows) * sizeof(float));
-        else std::memcpy(t.out + at, out.data() + r * width, static_cast<size_t>(t.rows) * sizeof(bf16));
-    }
-}
-
 }  // namespace
 
 bool fp8_tile_acts(const void* acts, const float* act_scales, int64_t n, int64_t k, void* out, int32_t* row_shift) {
     if (!amx_enabled()) return false;
     const int64_t kb_count = k / 32;
-    const __m512i field = _mm512_set1_epi16(0xff), nan_or_inf = _mm512_set1_epi16(0xff);
     for (int64_t i = 0; i < n; ++i) {
         const auto* a = static_cast<const uint16_t*>(acts) + i * k;
         const float* sa = act_scales + i * kb_count;
         auto* o = static_cast<uint16_t*>(out) + i * k;
-        // The exponents of |a sa| over the row's nonzero normal values (bf16 denormals read as zero, as
-        // tdpbf16ps and vdpbf16ps read them): the bf16 field plus the scale's, in int16 lanes.
-        bool ok = k < kMaxK;
-        __m512i hi = _mm512_set1_epi16(SHRT_MIN), lo = _mm512_set1_epi16(SHRT_MAX);
-        __mmask32 special = 0;
-        for (int64_t kb = 0; kb < kb_count; ++kb) {
-            uint32_t s;
-            std::memcpy(&s, sa + kb, 4);
-            const int e = static_cast<int>(s >> 23);
-            ok &= (s & 0x007fffffu) == 0 && e > 0 && e < 255;  // a positive normal power of two
-            const __m512i f = _mm512_and_si512(_mm512_srli_epi16(_mm512_loadu_si512(a + kb * 32), 7), field);
-            const __mmask32 nonzero = _mm512_test_epi16_mask(f, f);
-            special |= _mm512_cmpeq_epi16_mask(f, nan_or_inf);
-            const __m512i x = _mm512_add_epi16(f, _mm512_set1_epi16(static_cast<short>(e - 127)));
-            hi = _mm512_mask_max_epi16(hi, nonzero, hi, x);
-            lo = _mm512_mask_min_epi16(lo, nonzero, lo, x);
-        }
-        alignas(64) int16_t his[32], los[32];
-        _mm512_store_si512(his, hi);
-        _mm512_store_si512(los, lo);
-        int top = SHRT_MIN, bottom = SHRT_MAX;
-        for (int j = 0; j < 32; ++j) top = std::max<int>(top, his[j]), bottom = std::min<int>(bottom, los[j]);
-        if (!ok || special || (top >= bottom && top - bottom > kActSpan)) {
+        const RowExponents e = row_exponents(a, sa, kb_count);
+        if (!e.ok || k >= kMaxK || (e.top >= e.bottom && e.top - e.bottom > kActSpan)) {
             row_shift[i] = kWideRow;
             std::memset(o, 0, static_cast<size_t>(k) * 2);
             continue;
         }
         // top is a biased field: the largest value lies in [2^(top - 127), 2^(top - 126))
-        const int shift = top >= bottom ? kActTop - (top - 127) : 0;
+        const int shift = e.top >= e.bottom ? kActTop - (e.top - 127) : 0;
         row_shift[i] = shift;
-        const __m512i exponent = _mm512_set1_epi16(0x7f80);
-        for (int64_t kb = 0; kb < kb_count; ++kb) {
-            uint32_t s;
-            std::memcpy(&s, sa + kb, 4);
-            const int d = static_cast<int>(s >> 23) - 127 + shift;
-            const __m512i v = _mm512_loadu_si512(a + kb * 32);
-            const __mmask32 nonzero = _mm512_test_epi16_mask(v, exponent);
-            _mm512_storeu_si512(o + kb * 32,
-                                _mm512_maskz_add_epi16(nonzero, v, _mm512_set1_epi16(static_cast<short>(d << 7))));
-        }
+        fold_row_scales(a, sa, kb_count, shift, o);
     }
     return true;
 }
@@ -479,7 +367,7 @@ void gemm_fp8_amx(const QuantGemmTask& t) {
         const int G = g0 + 2 <= t.groups ? 2 : 1;
         const PairScaling w = pair_scaling(PairStreams(t, g0).scales, G * kb_count);
         if (w.wide) {
-            fallback_pair(t, g0, G);
+            gemm_pair_apart(t, g0, G, kFp8BlockBytes, 1, gemm_fp8_vdpbf16ps);
             continue;
         }
         if (t.n <= kMaxTileRows) {
@@ -509,7 +397,7 @@ void gemm_fp8_amx(const QuantGemmTask& t) {
         }
     }
     if (configured >= 0) _tile_release();
-    fallback_rows(t);
+    gemm_wide_rows_apart(t, gemm_fp8_vdpbf16ps);
 }
 
 }  // namespace deepinfer::backend::cpu::avx512

@@ -13,6 +13,7 @@
 #include "backend/cpu/x86/avx512/avx512_common.h"
 #include "backend/cpu/x86/avx512/block_decode.h"
 #include "backend/cpu/x86/isa_ops.h"
+#include "core/scratch_pool.h"
 
 namespace deepinfer::backend::cpu::avx512 {
 namespace {
@@ -372,6 +373,71 @@ bool fp8_bits_acts(const void* acts, int64_t n, int64_t k, bool e4m3, void* out)
     return bad == 0;
 }
 
+void gemm_pair_apart(const QuantGemmTask& t, int64_t g0, int G, int64_t block_bytes, int64_t scale_bytes,
+                     void (*kernel)(const QuantGemmTask&)) {
+    const int64_t kb_count = t.k / 32;
+    QuantGemmTask p = t;
+    p.codes = t.codes + packed_group(g0, t.groups, kb_count, block_bytes, kPackedChunkBytes).offset;
+    p.scales = t.scales + packed_scale_offset(g0, t.groups, 0, kb_count, scale_bytes);
+    p.groups = G;
+    p.rows = std::min<int64_t>(t.rows - g0 * 16, G * 16);
+    if (t.out) p.out = t.out + g0 * 16;
+    if (t.out_f32) p.out_f32 = t.out_f32 + g0 * 16;
+    p.bits_acts = nullptr;
+    p.block_flags = nullptr;
+    p.tile_acts = nullptr;
+    p.tile_shift = nullptr;
+    kernel(p);
+}
+
+void gemm_wide_rows_apart(const QuantGemmTask& t, void (*kernel)(const QuantGemmTask&)) {
+    ScratchVector<int64_t> rows;
+    for (int64_t i = 0; i < t.n; ++i)
+        if (t.tile_shift[i] == kWideRow) rows.push_back(i);
+    if (rows.empty()) return;
+    const auto n = static_cast<int64_t>(rows.size());
+    const int64_t kb_count = t.k / 32, width = t.groups * 16;
+    const int64_t row_bytes = t.fp4_row ? fp4_row_layout(kb_count).bytes : 0;  // (plane_row_bytes)
+    ScratchVector<uint16_t> acts(static_cast<size_t>(n * t.k));
+    ScratchVector<float> scales(static_cast<size_t>(n * kb_count)), out_f32;
+    ScratchVector<uint8_t> fp4_row(static_cast<size_t>(n * row_bytes + 64));
+    ScratchVector<bf16> out;
+    const auto* src = static_cast<const uint16_t*>(t.acts);
+    // (the integer form's rows stay 64-byte aligned, as the kernels read them)
+    uint8_t* fp4_rows = fp4_row.data() + (64 - reinterpret_cast<uintptr_t>(fp4_row.data()) % 64) % 64;
+    for (int64_t r = 0; r < n; ++r) {
+        std::memcpy(acts.data() + r * t.k, src + rows[r] * t.k, static_cast<size_t>(t.k) * 2);
+        std::memcpy(scales.data() + r * kb_count, t.act_scales + rows[r] * kb_count,
+                    static_cast<size_t>(kb_count) * sizeof(float));
+        if (t.fp4_row)
+            std::memcpy(fp4_rows + r * row_bytes, t.fp4_row + rows[r] * row_bytes, static_cast<size_t>(row_bytes));
+    }
+    QuantGemmTask p = t;
+    p.acts = acts.data();
+    p.act_scales = scales.data();
+    p.n = n;
+    p.ldo = width;
+    p.fp4_row = t.fp4_row ? fp4_rows : nullptr;
+    p.bits_acts = nullptr;
+    p.block_flags = nullptr;
+    p.tile_acts = nullptr;
+    p.tile_shift = nullptr;
+    if (t.out_f32) {
+        out_f32.resize(static_cast<size_t>(n * width));
+        p.out_f32 = out_f32.data();
+    } else {
+        out.resize(static_cast<size_t>(n * width));
+        p.out = out.data();
+    }
+    kernel(p);
+    for (int64_t r = 0; r < n; ++r) {
+        const int64_t at = rows[r] * t.ldo;
+        if (t.out_f32)
+            std::memcpy(t.out_f32 + at, out_f32.data() + r * width, static_cast<size_t>(t.rows) * sizeof(float));
+        else std::memcpy(t.out + at, out.data() + r * width, static_cast<size_t>(t.rows) * sizeof(bf16));
+    }
+}
+
 void gemm_fp8_vdpbf16ps(const QuantGemmTask& t) {
     const int64_t kb_count = t.k / 32;
     auto scales = [&](int64_t g, int64_t kb) {
@@ -410,8 +476,10 @@ void gemm_fp4(const QuantGemmTask& t) {
     auto any = [&](int64_t g, int64_t kb) { return e8m0_to_ps(scales(g, kb)); };
     // AMX: tiles for 5 and more rows; 1-4 rows keep the integer form. Both give a block the integer form holds
     // its exact sum, and any other block the vdpbf16ps chain of fp4_block_chain (block_decode.h).
+    // With the activations of fp4_tile_acts (IsaOps::fp4_tile_acts), the sums over all of k (gemm_fp4_amx_sums.cpp).
     if (amx_enabled() && t.n > 4 && t.fp4_row) {
-        gemm_fp4_amx(t);
+        if (t.tile_acts) gemm_fp4_amx_sums(t);
+        else gemm_fp4_amx(t);
         return;
     }
     if (t.fp4_row) {

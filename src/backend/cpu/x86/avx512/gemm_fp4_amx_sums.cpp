@@ -1,0 +1,330 @@
+// The MXFP4 x fp8 block-scaled GEMM (spec §4.3) of 5 and more activation rows on AMX tiles, with each row's sums
+// over all of k in one C tile -- where the tile unit was seen to add a tdpbf16ps's products to C with one rounding
+// (tile_unit_rounds_once below) and the operands lie in the window. Otherwise gemm_amx.cpp's kernel runs, which
+// sums per block.
+//
+// Numerics: the result must be the integer kernel's (1-4 rows, gemm_quant_avx512.cpp) bit for bit, so that a row's
+// result does not depend on its batch. That kernel sums each block exactly (or, for a row's block without
+// kFp4SumsExact, by the vdpbf16ps chain fp4_block_chain), scales the sum p by sw * sa and accumulates the blocks in
+// order: acc = fma(p, sw sa, acc). Here the operands enter the tiles with their scales folded in, exact in bf16:
+// each activation a * sa (fp4_tile_acts) and each weight w * sw (at its decode). Every nonzero operand lies in
+// [2^-60, 2^50), so every product is exact, at least 2^-120 with at most 6 significant bits (e4m3 x e2m1): a
+// multiple of 2^-125, as is every sum of them -- no sum falls below fp32's normal range, here or in the integer
+// kernel, and none nears overflow (k < 2^20). A block whose partial sums are exact (kFp4SumsExact) then sums in
+// the tile to p sw sa exactly, in any order, and the unit adds it to C with one rounding: C = RNE(C + p sw sa),
+// which is fma(p, sw sa, C). A row's block without the flag: its row of the A tile is zeroed for that block and
+// the chain's sum is put into the stored C tile by the integer kernel's fma, in block order. So every row gets
+// the integer kernel's operations on the same values.
+//
+// The one rounding per tdpbf16ps is the unit's behaviour, not its specification (the SDM's pseudo-code sums pair
+// by pair), so it is checked once per process on crafted products before any task takes this kernel; a CPU that
+// rounds otherwise keeps the per-block kernel. Rows and pairs outside the window take the per-block kernel too
+// (gemm_wide_rows_apart, gemm_pair_apart), whose results are the same bits.
+//
+// Why: summing per block stores, zeroes and scales a C tile per block; the sums over k leave the tiles to
+// tdpbf16ps (docs/PERFORMANCE.md, "Eighteenth session").
+#include <immintrin.h>
+
+#include <cmath>
+#include <cstdint>
+#include <cstring>
+
+#include "backend/cpu/x86/avx512/amx_tiles.h"
+#include "backend/cpu/x86/avx512/avx512_common.h"
+#include "backend/cpu/x86/avx512/block_decode.h"
+#include "backend/cpu/x86/isa_ops.h"
+#include "core/cpu_features.h"
+#include "core/scratch_pool.h"
+
+namespace deepinfer::backend::cpu::avx512 {
+namespace {
+
+// The window, as biased exponents: every nonzero |a sa| in [2^(kLowest - 127), 2^(kTop - 126)), every |w sw| too
+// (|w| in [0.5, 6]: scale codes kScaleLo..kScaleHi).
+constexpr int kLowest = 127 - 60, kTop = 127 + 49;
+constexpr int kScaleLo = kLowest + 1, kScaleHi = kTop - 2;
+constexpr int64_t kMaxK = int64_t{1} << 20;
+constexpr int64_t kFp4BlockBytes = 256, kFp4ScaleBytes = 16;  // a group's 16 x 32 codes and scales (packing.h)
+
+// Whether tdpbf16ps gives RNE(C + S) for products whose every partial sum S is exact: 64 tiles of random exact
+// products (e4m3-like times e2m1-like values, some pairs cancelling to 2^11) against random C values whose last
+// place lies among the products' bits, against the sum in double (exact there) rounded once to fp32.
+bool probe_tile_rounding() {
+    uint64_t state = 0x2545f4914f6cdd1dULL;
+    auto next = [&](int bound) {
+        state = state * 6364136223846793005ULL + 1442695040888963407ULL;
+        return static_cast<int>((state >> 33) % static_cast<uint64_t>(bound));
+    };
+    auto bf16_bits = [](float v) {
+        uint32_t u;
+        std::memcpy(&u, &v, 4);
+        return static_cast<uint16_t>(u >> 16);  // (exact: at most 8 significant bits)
+    };
+    static constexpr float kE2m1[] = {0.0f, 0.5f, 1.0f, 1.5f, 2.0f, 3.0f, 4.0f, 6.0f};
+    TileConfig config;
+    for (int tile = 0; tile < 3; ++tile) config.set(tile, 16, 64);
+    config.load();
+    bool same = true;
+    for (int trial = 0; trial < 64 && same; ++trial) {
+        alignas(64) float av[16][32], bv[32][16], c[16][16], out[16][16];
+        alignas(64) uint16_t a[16][32], b[16][32];  // A rows; B row t = column pair (2t, 2t + 1) of 16 columns
+        for (int r = 0; r < 16; ++r)
+            for (int j = 0; j < 32; ++j)
+                av[r][j] = (next(8) == 0 ? 0.0f : std::ldexp(1.0f + next(8) / 8.0f, next(7) - 3)) * (next(2) ? -1 : 1);
+        for (int j = 0; j < 32; ++j)
+            for (int n = 0; n < 16; ++n) bv[j][n] = std::ldexp(kE2m1[next(8)], next(5) - 2) * (next(2) ? -1 : 1);
+        if (trial % 2) {  // two products of 2^11 that cancel
+            for (int r = 0; r < 16; ++r) av[r][3] = 64.0f, av[r][20] = -64.0f;
+            for (int n = 0; n < 16; ++n) bv[3][n] = bv[20][n] = 32.0f;
+        }
+        for (int r = 0; r < 16; ++r)
+            for (int j = 0; j < 32; ++j) a[r][j] = bf16_bits(av[r][j]);
+        for (int j = 0; j < 32; ++j)
+            for (int n = 0; n < 16; ++n) b[j / 2][2 * n + j % 2] = bf16_bits(bv[j][n]);
+        for (int r = 0; r < 16; ++r)
+            for (int n = 0; n < 16; ++n) {
+                const int kind = next(8);
+                c[r][n] = kind == 0 ? 0.0f
+                                    : std::ldexp(static_cast<float>((1 << 23) + next(1 << 23)), next(9) - 15) *
+                                          (kind < 4 ? -1 : 1);
+            }
+        _tile_loadd(0, c, 64);
+        _tile_loadd(1, a, 64);
+        _tile_loadd(2, b, 64);
+        _tile_dpbf16ps(0, 1, 2);
+        _tile_stored(0, out, 64);
+        for (int r = 0; r < 16; ++r)
+            for (int n = 0; n < 16; ++n) {
+                double s = c[r][n];
+                for (int j = 0; j < 32; ++j) s += static_cast<double>(av[r][j]) * bv[j][n];
+                const float want = static_cast<float>(s);
+                same &= std::memcmp(&want, &out[r][n], 4) == 0;
+            }
+    }
+    _tile_release();
+    return same;
+}
+
+bool tile_unit_rounds_once() {
+    static const bool once = probe_tile_rounding();
+    return once;
+}
+
+// Block kb of a pair (G groups, packing.h) decoded with each weight row's scale folded in: group g's B tile at
+// b + g * 256 holds w * sw, the scale's exponent added to every nonzero bf16 (one masked add per vector; the window
+// keeps every exponent in range).
+template <int G, Prefetch kAhead>
+void decode_scaled_block(const Fp4ToBf16& dec, const uint8_t* block, const uint8_t* scales, uint32_t* b) {
+    const __m512i exponent = _mm512_set1_epi16(0x7f80);
+    __m512i offset[G];
+    for (int g = 0; g < G; ++g) {
+        // dword lane n: weight row n's (code - 127) << 7 in both words
+        const __m512i d = _mm512_slli_epi32(
+            _mm512_sub_epi32(_mm512_cvtepu8_epi32(_mm_loadu_si128(reinterpret_cast<const __m128i*>(
+                                 scales + g * kFp4ScaleBytes))),
+                             _mm512_set1_epi32(127)),
+            7);
+        offset[g] = _mm512_or_si512(_mm512_and_si512(d, _mm512_set1_epi32(0xffff)), _mm512_slli_epi32(d, 16));
+    }
+#pragma GCC unroll 4
+    for (int ch = 0; ch < 4; ++ch) {
+#pragma GCC unroll 2
+        for (int g = 0; g < G; ++g) {
+            const uint8_t* chunk = block + (ch * G + g) * kPackedChunkBytes;
+            __m512i v[4];
+            dec.decode(chunk, v);
+            prefetch_ahead<kAhead>(chunk, v[0]);
+            uint32_t* bg = b + g * (kBlockPairs * 16);
+#pragma GCC unroll 4
+            for (int q = 0; q < 4; ++q)
+                _mm512_store_si512(bg + (4 * ch + q) * 16,
+                                   _mm512_mask_add_epi16(v[q], _mm512_test_epi16_mask(v[q], exponent), v[q],
+                                                         offset[g]));
+        }
+    }
+}
+
+struct alignas(64) SumsScratch {
+    float c[2][2][kMaxTileRows * 16];    // [row tile][group]: the C tiles stored
+    uint16_t a[2][kMaxTileRows * 32];  // [row tile]: a block of A with its inexact rows zeroed
+};
+
+// Two row tiles (m0 and m1 <= 16 rows; m1 = 0: one) against a pair's G groups, block by block (configure_tile_pair:
+// C of row tile i and group g at 2 i + g, A of tile i at 4 + i, B of group g at 6 + g). The B tiles come from the
+// task's panel (t.scratch, 2 KB a block): the pass of the first two row tiles decodes the pair into it, one block
+// ahead of its products; the others read it.
+template <int G>
+class SumsPass {
+   public:
+    SumsPass(const QuantGemmTask& t, SumsScratch& s, int64_t g0, int64_t i0, int m0, int m1, bool decode,
+             const uint16_t* inexact)
+        : t_(t), s_(s), kb_count_(t.k / 32), m_{m0, m1}, decode_(decode),
+          panel_(reinterpret_cast<uint32_t*>(t.scratch)) {
+        codes_ = t.codes + packed_group(g0, t.groups, kb_count_, kFp4BlockBytes, kPackedChunkBytes).offset;
+        scales_ = t.scales + packed_scale_offset(g0, t.groups, 0, kb_count_, kFp4ScaleBytes);
+        for (int i = 0; i < 2; ++i) {
+            const int64_t row = i0 + i * kMaxTileRows;
+            tile_acts_[i] = static_cast<const uint16_t*>(t.tile_acts) + row * t.k;
+            acts_[i] = static_cast<const uint32_t*>(t.acts) + row * (t.k / 2);
+            sa_[i] = t.act_scales + row * kb_count_;
+            inexact_[i] = inexact + (row / kMaxTileRows) * kb_count_;
+        }
+    }
+
+    void run() {
+        const int tiles = m_[1] > 0 ? 2 : 1;
+        for (int i = 0; i < tiles; ++i) zero_c_tiles<G>(i);
+        if (decode_) decode(0);
+        for (int64_t kb = 0; kb < kb_count_; ++kb) {
+            if (decode_ && kb + 1 < kb_count_) decode(kb + 1);
+            multiply(kb);
+        }
+        for (int i = 0; i < tiles; ++i) store_c_tiles<G>(i, s_.c[i]);
+    }
+
+   private:
+    uint32_t* buffer(int64_t kb) const { return panel_ + kb * G * (kBlockPairs * 16); }
+
+    void decode(int64_t kb) {
+        decode_scaled_block<G, kManyRowsAhead>(dec_, codes_ + kb * G * kFp4BlockBytes,
+                                               scales_ + kb * G * kFp4ScaleBytes, buffer(kb));
+    }
+
+    void multiply(int64_t kb) {
+        const uint32_t* b = buffer(kb);
+        const int64_t stride = t_.k * 2;
+        _tile_loadd(6, b, 64);
+        if constexpr (G == 2) _tile_loadd(7, b + kBlockPairs * 16, 64);
+        if (const uint16_t mask = inexact_[0][kb]) {
+            insert_chains(0, kb, mask);
+            _tile_loadd(4, s_.a[0], 64);
+        } else {
+            _tile_loadd(4, tile_acts_[0] + kb * 32, stride);
+        }
+        _tile_dpbf16ps(0, 4, 6);
+        if constexpr (G == 2) _tile_dpbf16ps(1, 4, 7);
+        if (m_[1] > 0) {
+            if (const uint16_t mask = inexact_[1][kb]) {
+                insert_chains(1, kb, mask);
+                _tile_loadd(5, s_.a[1], 64);
+            } else {
+                _tile_loadd(5, tile_acts_[1] + kb * 32, stride);
+            }
+            _tile_dpbf16ps(2, 5, 6);
+            if constexpr (G == 2) _tile_dpbf16ps(3, 5, 7);
+        }
+    }
+
+    // Block kb of row tile i, whose rows in `mask` lack kFp4SumsExact: their C rows take the integer kernel's
+    // fma of the chain's sums (gemm_int_rows: p * (sw * sa) + acc) before the block's products, and their rows of
+    // the block's A tile (s_.a[i]) are zero, so the tile adds nothing to them.
+    void insert_chains(int i, int64_t kb, uint16_t mask) {
+        store_c_tiles<G>(i, s_.c[i]);
+        for (int g = 0; g < G; ++g) {
+            __m512i v[kBlockPairs];
+            decode_fp4_block(dec_, codes_ + kb * G * kFp4BlockBytes + g * kPackedChunkBytes, G * kPackedChunkBytes,
+                             v);
+            const __m512 sw = e8m0_to_ps(
+                _mm_loadu_si128(reinterpret_cast<const __m128i*>(scales_ + (kb * G + g) * kFp4ScaleBytes)));
+            for (uint32_t rows = mask; rows; rows &= rows - 1) {
+                const int r = __builtin_ctz(rows);
+                float* c = s_.c[i][g] + 16 * r;
+                const __m512 p = fp4_block_chain(v, acts_[i] + r * (t_.k / 2) + kb * 16);
+                const __m512 s = _mm512_mul_ps(sw, _mm512_set1_ps(sa_[i][r * kb_count_ + kb]));
+                _mm512_store_ps(c, _mm512_fmadd_ps(p, s, _mm512_load_ps(c)));
+            }
+        }
+        load_c_tiles<G>(i, s_.c[i]);
+        for (int r = 0; r < m_[i]; ++r) {
+            const __m512i row = _mm512_loadu_si512(tile_acts_[i] + r * t_.k + kb * 32);
+            _mm512_store_si512(s_.a[i] + r * 32, (mask >> r) & 1 ? _mm512_setzero_si512() : row);
+        }
+    }
+
+    const QuantGemmTask& t_;
+    SumsScratch& s_;
+    int64_t kb_count_;
+    int m_[2];
+    bool decode_;
+    uint32_t* panel_;
+    const uint8_t *codes_, *scales_;
+    const uint16_t* tile_acts_[2];
+    const uint32_t* acts_[2];
+    const float* sa_[2];
+    const uint16_t* inexact_[2];
+    Fp4ToBf16 dec_;
+};
+
+// The C rows of m activation rows from row i0 and group g to the task's output (rows outside the window are
+// written by gemm_wide_rows_apart).
+void store_sums(const QuantGemmTask& t, const float* c, int m, int64_t i0, int64_t g) {
+    const __mmask16 mask = lane_mask(t.rows - g * 16);
+    for (int r = 0; r < m; ++r) {
+        if (t.tile_shift[i0 + r] == kWideRow) continue;
+        const __m512 v = _mm512_load_ps(c + r * 16);
+        const int64_t at = (i0 + r) * t.ldo + g * 16;
+        if (t.out_f32) store_row(t.out_f32 + at, mask, v);
+        else store_row(t.out + at, mask, v);
+    }
+}
+
+}  // namespace
+
+bool fp4_tile_acts(const void* acts, const float* act_scales, int64_t n, int64_t k, void* out, int32_t* row_shift) {
+    // (the per-block kernel's and the integer kernel's row counts: gemm_fp4)
+    if (n <= 4 || k >= kMaxK || !amx_enabled() || !tile_unit_rounds_once()) return false;
+    const int64_t kb_count = k / 32;
+    for (int64_t i = 0; i < n; ++i) {
+        const auto* a = static_cast<const uint16_t*>(acts) + i * k;
+        const float* sa = act_scales + i * kb_count;
+        auto* o = static_cast<uint16_t*>(out) + i * k;
+        const RowExponents e = row_exponents(a, sa, kb_count);
+        if (!e.ok || (e.top >= e.bottom && (e.top > kTop || e.bottom < kLowest))) {
+            row_shift[i] = kWideRow;
+            std::memset(o, 0, static_cast<size_t>(k) * 2);
+            continue;
+        }
+        row_shift[i] = 0;
+        fold_row_scales(a, sa, kb_count, 0, o);
+    }
+    return true;
+}
+
+// Pair by pair (a lone last group on its own), two row tiles at a time; pairs outside the window by the per-block
+// kernel; then the rows outside it.
+void gemm_fp4_amx_sums(const QuantGemmTask& t) {
+    const int64_t kb_count = t.k / 32, tiles = (t.n + kMaxTileRows - 1) / kMaxTileRows;
+    ScratchVector<uint16_t> inexact(static_cast<size_t>(tiles * kb_count));
+    inexact_rows(t, inexact.data());
+    for (int64_t i = 0; i < t.n; ++i)  // (rows outside the window hold zeros here)
+        if (t.tile_shift[i] == kWideRow)
+            for (int64_t kb = 0; kb < kb_count; ++kb)
+                inexact[i / kMaxTileRows * kb_count + kb] &= static_cast<uint16_t>(~(1u << (i % kMaxTileRows)));
+    SumsScratch scratch;
+    int configured = -1;
+    for (int64_t g0 = 0; g0 < t.groups; g0 += 2) {
+        const int G = g0 + 2 <= t.groups ? 2 : 1;
+        const ScaleCodeRange codes = scale_code_range(
+            t.scales + packed_scale_offset(g0, t.groups, 0, kb_count, kFp4ScaleBytes), G * kb_count * kFp4ScaleBytes);
+        if (codes.lo < kScaleLo || codes.hi > kScaleHi) {
+            if (configured >= 0) _tile_release(), configured = -1;
+            gemm_pair_apart(t, g0, G, kFp4BlockBytes, kFp4ScaleBytes, gemm_fp4);
+            continue;
+        }
+        for (int64_t i0 = 0; i0 < t.n; i0 += 2 * kMaxTileRows) {
+            const int64_t left = t.n - i0;
+            const int m0 = static_cast<int>(left < kMaxTileRows ? left : kMaxTileRows);
+            const int m1 = static_cast<int>(left - m0 < kMaxTileRows ? left - m0 : kMaxTileRows);
+            if (m0 * 32 + m1 != configured) configure_tile_pair(m0, m1), configured = m0 * 32 + m1;
+            if (G == 2) SumsPass<2>(t, scratch, g0, i0, m0, m1, i0 == 0, inexact.data()).run();
+            else SumsPass<1>(t, scratch, g0, i0, m0, m1, i0 == 0, inexact.data()).run();
+            for (int i = 0; i < 2; ++i)
+                for (int g = 0; g < G; ++g)
+                    store_sums(t, scratch.c[i][g], i ? m1 : m0, i0 + i * kMaxTileRows, g0 + g);
+        }
+    }
+    if (configured >= 0) _tile_release();
+    gemm_wide_rows_apart(t, gemm_fp4);
+}
+
+}  // namespace deepinfer::backend::cpu::avx512
