@@ -271,8 +271,8 @@ void store_sums(const QuantGemmTask& t, const float* c, int m, int64_t i0, int64
 }  // namespace
 
 bool fp4_tile_acts(const void* acts, const float* act_scales, int64_t n, int64_t k, void* out, int32_t* row_shift) {
-    // (the per-block kernel's and the integer kernel's row counts: gemm_fp4)
-    if (n <= 4 || k >= kMaxK || !amx_enabled() || !tile_unit_rounds_once()) return false;
+    // (up to 16 rows the per-block kernel, streaming through a ring of B tiles in L1, was faster: gemm_fp4)
+    if (n <= kMaxTileRows || k >= kMaxK || !amx_enabled() || !tile_unit_rounds_once()) return false;
     const int64_t kb_count = k / 32;
     for (int64_t i = 0; i < n; ++i) {
         const auto* a = static_cast<const uint16_t*>(acts) + i * k;
