@@ -1,4 +1,4 @@
-// The MXFP4 x fp8 block-scaled GEMM (spec §4.3) of 5 and more activation rows on AMX tiles, with each row's sums
+// The MXFP4 x fp8 block-scaled GEMM (spec §4.3) of more than 16 activation rows on AMX tiles, with each row's sums
 // over all of k in one C tile -- where the tile unit was seen to add a tdpbf16ps's products to C with one rounding
 // (tile_unit_rounds_once below) and the operands lie in the window. Otherwise gemm_amx.cpp's kernel runs, which
 // sums per block.
@@ -144,9 +144,12 @@ void decode_scaled_block(const Fp4ToBf16& dec, const uint8_t* block, const uint8
     }
 }
 
+// Up to 16 rows (one pass) decode into a ring of kRingBlocks blocks in L1 instead of the panel in L2.
+constexpr int kRingBlocks = 4;
 struct alignas(64) SumsScratch {
     float c[2][2][kMaxTileRows * 16];    // [row tile][group]: the C tiles stored
     uint16_t a[2][kMaxTileRows * 32];  // [row tile]: a block of A with its inexact rows zeroed
+    uint32_t ring[kRingBlocks][2][kBlockPairs * 16];
 };
 
 // Two row tiles (m0 and m1 <= 16 rows; m1 = 0: one) against a pair's G groups, block by block (configure_tile_pair:
@@ -183,7 +186,10 @@ class SumsPass {
     }
 
    private:
-    uint32_t* buffer(int64_t kb) const { return panel_ + kb * G * (kBlockPairs * 16); }
+    uint32_t* buffer(int64_t kb) const {
+        if (t_.n <= kMaxTileRows) return s_.ring[kb % kRingBlocks][0];  // (the task's only pass)
+        return panel_ + kb * G * (kBlockPairs * 16);
+    }
 
     void decode(int64_t kb) {
         decode_scaled_block<G, kManyRowsAhead>(dec_, codes_ + kb * G * kFp4BlockBytes,
@@ -272,7 +278,7 @@ void store_sums(const QuantGemmTask& t, const float* c, int m, int64_t i0, int64
 
 bool fp4_tile_acts(const void* acts, const float* act_scales, int64_t n, int64_t k, void* out, int32_t* row_shift) {
     // (up to 16 rows the per-block kernel, streaming through a ring of B tiles in L1, was faster: gemm_fp4)
-    if (n <= kMaxTileRows || k >= kMaxK || !amx_enabled() || !tile_unit_rounds_once()) return false;
+    if (n <= 4 || k >= kMaxK || !amx_enabled() || !tile_unit_rounds_once()) return false;
     const int64_t kb_count = k / 32;
     for (int64_t i = 0; i < n; ++i) {
         const auto* a = static_cast<const uint16_t*>(acts) + i * k;
