@@ -11,9 +11,9 @@
 // Numerics: products are exact (e2m1 and e4m3 values and their products fit bf16 and fp32). The results are those
 // of the integer kernel that 1-4 rows take, bit for bit: a block whose partial sums are exact in fp32 has one sum
 // in any order, the tiles' included; a block whose partial sums could round takes the vdpbf16ps chain here and
-// there alike (Fp4Blocks). The blocks are summed one at a time here; more than 16 rows, where the tile unit rounds
-// once per tdpbf16ps, sum over all of k in gemm_fp4_amx_sums.cpp to the same bits, and send this kernel the rows
-// and pairs outside their window.
+// there alike (Fp4Blocks). The blocks are summed one at a time here. Where the tile unit rounds once per
+// tdpbf16ps, gemm_fp4_amx_sums.cpp sums over all of k instead, to the same bits, and sends this kernel only the rows
+// and pairs outside its window.
 //
 // Why: vdpbf16ps costs ~2.3 cycles of both vector ports on Intel's cores, so 2-16 activation rows were
 // compute-bound there; one tdpbf16ps does a 16x32 by 32x16 product (docs/PERFORMANCE.md, "Fourteenth session").

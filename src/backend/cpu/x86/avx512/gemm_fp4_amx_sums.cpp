@@ -1,4 +1,4 @@
-// The MXFP4 x fp8 block-scaled GEMM (spec §4.3) of more than 16 activation rows on AMX tiles, with each row's sums
+// The MXFP4 x fp8 block-scaled GEMM (spec §4.3) of 5 and more activation rows on AMX tiles, with each row's sums
 // over all of k in one C tile -- where the tile unit was seen to add a tdpbf16ps's products to C with one rounding
 // (tile_unit_rounds_once below) and the operands lie in the window. Otherwise gemm_amx.cpp's kernel runs, which
 // sums per block.
@@ -21,8 +21,9 @@
 // rounds otherwise keeps the per-block kernel. Rows and pairs outside the window take the per-block kernel too
 // (gemm_wide_rows_apart, gemm_pair_apart), whose results are the same bits.
 //
-// Why: summing per block stores, zeroes and scales a C tile per block; the sums over k leave the tiles to
-// tdpbf16ps (docs/PERFORMANCE.md, "Eighteenth session").
+// Why: summing per block stores, zeroes and scales a C tile per block, a chain of tile operations per C tile that
+// left the tiles' products waiting (n = 64 streamed: w1 / w2 1.3-1.45x faster summed over k; docs/PERFORMANCE.md,
+// "Eighteenth session").
 #include <immintrin.h>
 
 #include <cmath>
@@ -277,7 +278,7 @@ void store_sums(const QuantGemmTask& t, const float* c, int m, int64_t i0, int64
 }  // namespace
 
 bool fp4_tile_acts(const void* acts, const float* act_scales, int64_t n, int64_t k, void* out, int32_t* row_shift) {
-    // (up to 16 rows the per-block kernel, streaming through a ring of B tiles in L1, was faster: gemm_fp4)
+    // (1-4 rows take the integer kernel: gemm_fp4)
     if (n <= 4 || k >= kMaxK || !amx_enabled() || !tile_unit_rounds_once()) return false;
     const int64_t kb_count = k / 32;
     for (int64_t i = 0; i < n; ++i) {
