@@ -156,7 +156,7 @@ struct alignas(64) SumsScratch {
 // Two row tiles (m0 and m1 <= 16 rows; m1 = 0: one) against a pair's G groups, block by block (configure_tile_pair:
 // C of row tile i and group g at 2 i + g, A of tile i at 4 + i, B of group g at 6 + g). The B tiles come from the
 // task's panel (t.scratch, 2 KB a block): the pass of the first two row tiles decodes the pair into it, one block
-// ahead of its products; the others read it.
+// ahead of its products; the others read it. A task of up to 16 rows (one pass) decodes into the ring instead.
 template <int G>
 class SumsPass {
    public:
