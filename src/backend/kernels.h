@@ -195,6 +195,9 @@ namespace cpu {
 // nullptr when the ISA's kernels are not compiled in.
 const Kernels* avx2_kernels();
 const Kernels* avx512_kernels();
+// Whether the AVX-512 table's MXFP4 GEMM of 5+ rows sums over all of k on AMX tiles: AMX in use and the tile unit
+// found to round once per tdpbf16ps (docs/numerics.md); where it is not, that GEMM sums per block, to the same bits.
+bool avx512_fp4_sums_on_tiles();
 }  // namespace cpu
 
 }  // namespace deepinfer::backend

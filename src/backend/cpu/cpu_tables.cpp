@@ -156,6 +156,8 @@ const Kernels* avx2_kernels() {
     return &table;
 }
 
+bool avx512_fp4_sums_on_tiles() { return avx512_kernels() && amx_enabled() && avx512::tile_unit_rounds_once(); }
+
 const Kernels* avx512_kernels() {
     const CpuFeatures& f = cpu_features();
     if (!(f.avx512f && f.avx512bw && f.avx512vl && f.avx512dq && f.avx512_bf16 && f.avx512_vbmi && f.avx512_vnni &&

@@ -275,6 +275,9 @@ bool fp8_tile_acts(const void* acts, const float* act_scales, int64_t n, int64_t
                    int32_t* row_shift);  // gemm_fp8_amx.cpp
 bool fp4_tile_acts(const void* acts, const float* act_scales, int64_t n, int64_t k, void* out,
                    int32_t* row_shift);  // gemm_fp4_amx_sums.cpp
+// Whether tdpbf16ps adds its products to C with one rounding, checked once per process on crafted products
+// (gemm_fp4_amx_sums.cpp; only where amx_enabled()).
+bool tile_unit_rounds_once();
 }  // namespace avx512
 namespace avx2 {
 // AVX2's integer MXFP4 rows (the GEMV's planes, Fp4RowLayout, or the panel GEMM's words, Fp4PanelRow), and

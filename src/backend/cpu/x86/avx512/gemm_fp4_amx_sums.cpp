@@ -106,10 +106,6 @@ bool probe_tile_rounding() {
     return same;
 }
 
-bool tile_unit_rounds_once() {
-    static const bool once = probe_tile_rounding();
-    return once;
-}
 
 // Block kb of a pair (G groups, packing.h) decoded with each weight row's scale folded in: group g's B tile at
 // b + g * 256 holds w * sw, the scale's exponent added to every nonzero bf16 (one masked add per vector; the window
@@ -276,6 +272,11 @@ void store_sums(const QuantGemmTask& t, const float* c, int m, int64_t i0, int64
 }
 
 }  // namespace
+
+bool tile_unit_rounds_once() {
+    static const bool once = probe_tile_rounding();
+    return once;
+}
 
 bool fp4_tile_acts(const void* acts, const float* act_scales, int64_t n, int64_t k, void* out, int32_t* row_shift) {
     // (1-4 rows take the integer kernel: gemm_fp4)
