@@ -187,6 +187,19 @@ inline void inexact_rows(const QuantGemmTask& t, uint16_t* out) {
     }
 }
 
+// The sums of m activation rows from row i0 and group g (16 weight rows each, at acc) to the task's output (the MXFP4
+// AMX kernels). Rows whose tile_shift is kWideRow are left to gemm_wide_rows_apart.
+inline void store_rows(const QuantGemmTask& t, const float* acc, int m, int64_t i0, int64_t g) {
+    const __mmask16 mask = lane_mask(t.rows - g * 16);
+    for (int r = 0; r < m; ++r) {
+        if (t.tile_shift && t.tile_shift[i0 + r] == kWideRow) continue;
+        const __m512 v = _mm512_load_ps(acc + r * 16);
+        const int64_t at = (i0 + r) * t.ldo + g * 16;
+        if (t.out_f32) store_row(t.out_f32 + at, mask, v);
+        else store_row(t.out + at, mask, v);
+    }
+}
+
 // The fp8 and MXFP4 GEMMs on AMX tiles (CPUs where core/cpu_features.h amx_enabled()). fp8 (gemm_fp8_amx.cpp):
 // every row count, so that a row's result does not depend on its batch, with the activations of fp8_tile_acts
 // (QuantGemmTask::tile_acts). MXFP4 (gemm_amx.cpp): 5 and more rows with their integer form

@@ -133,17 +133,6 @@ inline void add_scaled_sums(float* c, float* acc, int m, __m512 sw, const float*
     add_scaled_sums_n<1>(&c, acc, m, &sw, sa, sa_stride);
 }
 
-// The accumulators of m activation rows from row i0 and group g (16 weight rows) to the task's output.
-inline void store_rows(const QuantGemmTask& t, const float* acc, int m, int64_t i0, int64_t g) {
-    const __mmask16 mask = lane_mask(t.rows - g * 16);
-    for (int r = 0; r < m; ++r) {
-        const __m512 v = _mm512_load_ps(acc + r * 16);
-        const int64_t at = (i0 + r) * t.ldo + g * 16;
-        if (t.out_f32) store_row(t.out_f32 + at, mask, v);
-        else store_row(t.out + at, mask, v);
-    }
-}
-
 // One pass of M (<= 16) activation rows over the G groups of a pair, the pair's blocks in stream order: unit
 // u = block u / G of group u % G, whose codes and scales are the pair's u-th (packing.h: a
 // pair's blocks hold the groups' pieces alternately). Four units are in flight (step): unit u + 2 is decoded

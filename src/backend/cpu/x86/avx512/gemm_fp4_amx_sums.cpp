@@ -258,19 +258,6 @@ class SumsPass {
     Fp4ToBf16 dec_;
 };
 
-// The C rows of m activation rows from row i0 and group g to the task's output (rows outside the window are
-// written by gemm_wide_rows_apart).
-void store_sums(const QuantGemmTask& t, const float* c, int m, int64_t i0, int64_t g) {
-    const __mmask16 mask = lane_mask(t.rows - g * 16);
-    for (int r = 0; r < m; ++r) {
-        if (t.tile_shift[i0 + r] == kWideRow) continue;
-        const __m512 v = _mm512_load_ps(c + r * 16);
-        const int64_t at = (i0 + r) * t.ldo + g * 16;
-        if (t.out_f32) store_row(t.out_f32 + at, mask, v);
-        else store_row(t.out + at, mask, v);
-    }
-}
-
 }  // namespace
 
 bool tile_unit_rounds_once() {
@@ -328,7 +315,7 @@ void gemm_fp4_amx_sums(const QuantGemmTask& t) {
             else SumsPass<1>(t, scratch, g0, i0, m0, m1, i0 == 0, inexact.data()).run();
             for (int i = 0; i < 2; ++i)
                 for (int g = 0; g < G; ++g)
-                    store_sums(t, scratch.c[i][g], i ? m1 : m0, i0 + i * kMaxTileRows, g0 + g);
+                    store_rows(t, scratch.c[i][g], i ? m1 : m0, i0 + i * kMaxTileRows, g0 + g);
         }
     }
     if (configured >= 0) _tile_release();

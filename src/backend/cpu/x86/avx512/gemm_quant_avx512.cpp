@@ -400,11 +400,12 @@ void gemm_wide_rows_apart(const QuantGemmTask& t, void (*kernel)(const QuantGemm
     const int64_t row_bytes = t.fp4_row ? fp4_row_layout(kb_count).bytes : 0;  // (plane_row_bytes)
     ScratchVector<uint16_t> acts(static_cast<size_t>(n * t.k));
     ScratchVector<float> scales(static_cast<size_t>(n * kb_count)), out_f32;
-    ScratchVector<uint8_t> fp4_row(static_cast<size_t>(n * row_bytes + 64));
+    ScratchVector<uint8_t> fp4_row(static_cast<size_t>(t.fp4_row ? n * row_bytes + 64 : 0));
     ScratchVector<bf16> out;
     const auto* src = static_cast<const uint16_t*>(t.acts);
     // (the integer form's rows stay 64-byte aligned, as the kernels read them)
-    uint8_t* fp4_rows = fp4_row.data() + (64 - reinterpret_cast<uintptr_t>(fp4_row.data()) % 64) % 64;
+    uint8_t* fp4_rows =
+        t.fp4_row ? fp4_row.data() + (64 - reinterpret_cast<uintptr_t>(fp4_row.data()) % 64) % 64 : nullptr;
     for (int64_t r = 0; r < n; ++r) {
         std::memcpy(acts.data() + r * t.k, src + rows[r] * t.k, static_cast<size_t>(t.k) * 2);
         std::memcpy(scales.data() + r * kb_count, t.act_scales + rows[r] * kb_count,
