@@ -45,6 +45,7 @@ struct Options {
 
 struct Machine {
     double read_gbps = 0, fp32_gflops = 0, bf16_gflops = 0;
+    double tile_gflops = 0;  // the AMX tile peak (0: none)
 };
 
 struct Result {
@@ -127,7 +128,8 @@ struct Bench {
     std::string kernel, weight;
     int64_t rows, cols;
     double bytes_per_call;  // weight bytes each call reads (the kernel's layout)
-    bool bf16_dot_peak;     // compared against the bf16-dot peak (else fp32 FMA)
+    bool bf16_dot_peak;     // bf16 math: against the AMX tile peak where there is one, else the bf16-dot peak
+                            // (else fp32 math, against the fp32 FMA peak)
     size_t copies = 0;
     std::function<void(size_t copy, int64_t n)> run = {};
     // Grouped expert cases: weight bytes of a call with n activation rows (else bytes_per_call), and how many
@@ -426,14 +428,23 @@ int run_bench(const Options& o) {
     auto read_gbps = [&] {
         return median3([&] { return backend::cpu::measure_read_gbps(probe_isa, stream.data(), stream.size(), pool); });
     };
+    // The bf16 kernels' peak: the AMX tile peak where the AVX-512 table runs on tiles (its fp8 and MXFP4 GEMMs of
+    // 5+ rows do; against the bf16-dot peak they read 300-600% at n = 64), else the bf16-dot peak.
+    const bool tiles = isa == Isa::kAvx512 && backend::cpu::tile_peak_available();
     auto peak_gflops = [&](bool dot) {
-        return median3([&] { return backend::cpu::measure_peak_gflops(peak_isa, dot, pool); });
+        return median3([&] {
+            return dot && tiles ? backend::cpu::measure_tile_peak_gflops(pool)
+                                : backend::cpu::measure_peak_gflops(peak_isa, dot, pool);
+        });
+    };
+    auto dot_gflops = [&] {
+        return median3([&] { return backend::cpu::measure_peak_gflops(peak_isa, true, pool); });
     };
     fmt::print(stderr, "measuring read bandwidth ({:.1f} GiB, {} threads) and peak FLOP/s...\n", total / (1u << 30),
                pool.size());
     const double load_start = load_average();
-    Machine m{read_gbps(), peak_gflops(false), peak_gflops(true)};
-    std::vector<double> all_bw{m.read_gbps}, all_fp32{m.fp32_gflops}, all_bf16{m.bf16_gflops};
+    Machine m{read_gbps(), peak_gflops(false), dot_gflops(), tiles ? peak_gflops(true) : 0.0};
+    std::vector<double> all_bw{m.read_gbps}, all_fp32{m.fp32_gflops}, all_bf16{tiles ? m.tile_gflops : m.bf16_gflops};
     const int64_t max_n = *std::max_element(o.rows.begin(), o.rows.end());
     const Inputs in(max_n, 8192, kernels, pool);
     AlignedBuffer y = make_buffer(static_cast<size_t>(max_n) * 129280 * 4, false);
@@ -492,7 +503,7 @@ int run_bench(const Options& o) {
             r.frac_peak = tm.frac_peak;
             all_bw.push_back(r.read_gbps);
             (b.bf16_dot_peak ? all_bf16 : all_fp32).push_back(r.peak);
-            r.peak_name = b.bf16_dot_peak && isa == Isa::kAvx512 ? "bf16" : "fp32";
+            r.peak_name = !b.bf16_dot_peak ? "fp32" : tiles ? "tile" : isa == Isa::kAvx512 ? "bf16" : "fp32";
             results.push_back(r);
         }
     }
@@ -501,16 +512,19 @@ int run_bench(const Options& o) {
         std::sort(v.begin(), v.end());
         return v[v.size() / 2];
     };
-    m = Machine{median(all_bw), median(all_fp32), median(all_bf16)};
+    m = tiles ? Machine{median(all_bw), median(all_fp32), m.bf16_gflops, median(all_bf16)}
+              : Machine{median(all_bw), median(all_fp32), median(all_bf16)};
     const double load_end = load_average();
     fmt::print(
         "machine: {} threads, kernels {}, load average {:.1f} -> {:.1f}; read {:.1f} GB/s, fp32 FMA {:.0f} GFLOP/s, "
-        "{} {:.0f} GFLOP/s (medians of the measurements around the cases; ranges {:.1f}-{:.1f} GB/s, "
-        "{:.0f}-{:.0f} GFLOP/s)\n",
+        "{} {:.0f} GFLOP/s{} (medians of the measurements around the cases; ranges {:.1f}-{:.1f} GB/s, "
+        "{:.0f}-{:.0f} GFLOP/s {})\n",
         pool.size(), kernel_set_name(kernels.isa), load_start, load_end, m.read_gbps, m.fp32_gflops,
         isa == Isa::kAvx512 ? "bf16 dot" : "fp32 FMA (no bf16 dot)", m.bf16_gflops,
+        tiles ? fmt::format(", AMX tiles {:.0f} GFLOP/s", m.tile_gflops) : std::string(),
         *std::min_element(all_bw.begin(), all_bw.end()), *std::max_element(all_bw.begin(), all_bw.end()),
-        *std::min_element(all_bf16.begin(), all_bf16.end()), *std::max_element(all_bf16.begin(), all_bf16.end()));
+        *std::min_element(all_bf16.begin(), all_bf16.end()), *std::max_element(all_bf16.begin(), all_bf16.end()),
+        tiles ? "AMX tiles" : isa == Isa::kAvx512 ? "bf16 dot" : "fp32 FMA");
 
     // Kernels without a weight stream: cache-resident inputs, time per call and FLOP/s only.
     struct Other {
@@ -577,7 +591,9 @@ int run_bench(const Options& o) {
         "us/call, GB/s, GFLOP/s: medians over samples; %BW / %peak: medians of (weight bytes/s) / (read bandwidth) and "
         "FLOP/s / peak ({}), each sample against the limits measured just before and after it; %roof: the larger of "
         "the two (achieved / min(bandwidth x FLOP per byte, peak))\n",
-        isa == Isa::kAvx512 ? "bf16 dot for fp8/fp4/bf16, fp32 FMA for fp32 math" : "fp32 FMA");
+        tiles                 ? "AMX tiles for fp8/fp4/bf16, fp32 FMA for fp32 math"
+        : isa == Isa::kAvx512 ? "bf16 dot for fp8/fp4/bf16, fp32 FMA for fp32 math"
+                              : "fp32 FMA");
     for (const Other& x : others)
         fmt::print("{:<15} {:<24} {:>10.1f} us{}\n", x.kernel, x.shape, x.seconds * 1e6,
                    x.flops > 0
@@ -588,8 +604,9 @@ int run_bench(const Options& o) {
     if (!o.json.empty()) {
         std::string j = fmt::format(
             "{{\n  \"isa\": \"{}\", \"threads\": {}, \"load_average\": [{:.2f}, {:.2f}], \"read_gbps\": {:.3f}, "
-            "\"fp32_gflops\": {:.3f}, \"bf16_gflops\": {:.3f},\n  \"results\": [\n",
-            kernel_set_name(kernels.isa), pool.size(), load_start, load_end, m.read_gbps, m.fp32_gflops, m.bf16_gflops);
+            "\"fp32_gflops\": {:.3f}, \"bf16_gflops\": {:.3f}, \"tile_gflops\": {:.3f},\n  \"results\": [\n",
+            kernel_set_name(kernels.isa), pool.size(), load_start, load_end, m.read_gbps, m.fp32_gflops, m.bf16_gflops,
+            m.tile_gflops);
         for (size_t i = 0; i < results.size(); ++i) {
             const Result& r = results[i];
             j += fmt::format(
@@ -651,7 +668,17 @@ int run_in_cache(const Options& o) {
                cpu_seconds_per_call([&] { backend::cpu::measure_peak_gflops(peak_isa, dot, one); }) / 1e9;
     };
     const double fp32 = peak(false), dot = peak(true);
-    if (peak_isa == Isa::kAvx512)
+    // the bf16 kernels against the AMX tile peak where the table runs on tiles (as in the streamed table)
+    const bool tiles = isa == Isa::kAvx512 && backend::cpu::tile_peak_available();
+    const double tile = tiles ? backend::cpu::tile_probe_flops_per_thread() /
+                                    cpu_seconds_per_call([&] { backend::cpu::measure_tile_peak_gflops(one); }) / 1e9
+                              : 0.0;
+    if (tiles)
+        fmt::print(
+            "in-cache, 1 thread, kernels {}: peak fp32 FMA {:.0f} GFLOP/s, bf16 dot {:.0f} GFLOP/s, AMX tiles {:.0f} "
+            "GFLOP/s (thread CPU time)\n",
+            kernel_set_name(k.isa), fp32, dot, tile);
+    else if (peak_isa == Isa::kAvx512)
         fmt::print(
             "in-cache, 1 thread, kernels {}: peak fp32 FMA {:.0f} GFLOP/s, bf16 dot {:.0f} GFLOP/s (thread CPU time)\n",
             kernel_set_name(k.isa), fp32, dot);
@@ -700,14 +727,16 @@ int run_in_cache(const Options& o) {
                 }
             });
             const double gflops = 2.0 * n * rows * cols / s / 1e9;
-            const double peak = (kind <= 2 && isa == Isa::kAvx512) ? dot : fp32;
+            const double peak = kind <= 2 && tiles ? tile : (kind <= 2 && isa == Isa::kAvx512) ? dot : fp32;
             fmt::print("{:<15} {:>10} {:>3} {:>10.1f} {:>9.1f} {:>5.0f}%\n", kNames[kind],
                        fmt::format("{}x{}", rows, cols), n, wbytes / s / 1e9, gflops, 100.0 * gflops / peak);
         }
     }
     fmt::print(
         "GB/s/core: weight bytes per second of one core's CPU time (the most one core can stream through "
-        "the kernel); %peak: against the one-thread peak of the instruction the kernel is built on\n");
+        "the kernel); %peak: against the one-thread peak of the kernel's math on this machine: the AMX tiles "
+        "(tdpbf16ps) for fp8 / fp4 / bf16 where the table has them, else the bf16 dot product (AVX-512) or fp32 FMA; "
+        "fp32 FMA for fp32 math\n");
     return 0;
 }
 

@@ -61,4 +61,24 @@ double measure_peak_gflops(Isa isa, bool bf16_dot, ThreadPool& pool) {
     return peak_probe_flops_per_thread(isa, bf16_dot) * pool.size() / s / 1e9 + sink.load();
 }
 
+namespace {
+// 4 products of 16 x 16 x 32 (2 flops each) per iteration: ~64 M cycles at one product per 16 cycles.
+constexpr int64_t kTileProbeIters = 1'000'000;
+}  // namespace
+
+bool tile_peak_available() { return avx512_kernels() != nullptr && amx_enabled() && avx512_ops().tile_loop; }
+
+double tile_probe_flops_per_thread() { return 4.0 * 16 * 16 * 32 * 2 * static_cast<double>(kTileProbeIters); }
+
+double measure_tile_peak_gflops(ThreadPool& pool) {
+    if (!tile_peak_available()) return 0.0;
+    std::atomic<int> sink{0};
+    const auto t0 = std::chrono::steady_clock::now();
+    pool.run_on_all([&](int) {
+        if (avx512_ops().tile_loop(kTileProbeIters) == 1.2345f) ++sink;
+    });
+    const double s = seconds_since(t0);
+    return tile_probe_flops_per_thread() * pool.size() / s / 1e9 + sink.load();
+}
+
 }  // namespace deepinfer::backend::cpu

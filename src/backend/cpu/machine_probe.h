@@ -1,5 +1,5 @@
 // Machine limits measured the way the kernels use the machine, for bench-ops: streaming read bandwidth
-// with all threads, and peak FLOP/s of fp32 FMAs and bf16 dot products (vdpbf16ps) per ISA.
+// with all threads, and peak FLOP/s of fp32 FMAs and bf16 dot products (vdpbf16ps) per ISA, and of AMX tiles.
 #pragma once
 
 #include <cstddef>
@@ -21,5 +21,13 @@ double measure_read_gbps(Isa isa, const uint8_t* buf, size_t bytes, ThreadPool& 
 double measure_peak_gflops(Isa isa, bool bf16_dot, ThreadPool& pool);
 // The floating-point operations each thread performs in one measure_peak_gflops call.
 double peak_probe_flops_per_thread(Isa isa, bool bf16_dot);
+
+// GFLOP/s of tdpbf16ps on tiles held in registers on every thread of the pool: the AMX tile peak, the ceiling of
+// the AVX-512 table's kernels that run on tiles; 0 where amx_enabled() is false.
+double measure_tile_peak_gflops(ThreadPool& pool);
+// The floating-point operations each thread performs in one measure_tile_peak_gflops call.
+double tile_probe_flops_per_thread();
+// Whether this machine has the tile peak (amx_enabled() and the AVX-512 table runs here).
+bool tile_peak_available();
 
 }  // namespace deepinfer::backend::cpu

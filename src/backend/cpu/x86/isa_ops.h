@@ -221,6 +221,9 @@ struct IsaOps {
     // the tiles (gemm_fp4_amx_sums.cpp): a * sa in bf16, row_shift 0, or kWideRow for a row outside its window.
     bool (*fp4_tile_acts)(const void* acts, const float* act_scales, int64_t n, int64_t k, void* out,
                           int32_t* row_shift) = nullptr;
+    // Optional (AVX-512; call only where amx_enabled()): iters x 4 tdpbf16ps on tiles in registers, the machine
+    // probe of the tile peak (machine_probe.h); returns a value of the sums.
+    float (*tile_loop)(int64_t iters) = nullptr;
 };
 // x = hi + mid + lo exactly for every finite fp32 x whose parts stay normal (|x| >= ~2^-110): hi = x truncated to
 // bf16, mid = the rest truncated, lo = the rest of that (at most 8 significant bits). Infinities and NaNs go to hi
@@ -275,6 +278,7 @@ bool fp8_tile_acts(const void* acts, const float* act_scales, int64_t n, int64_t
                    int32_t* row_shift);  // gemm_fp8_amx.cpp
 bool fp4_tile_acts(const void* acts, const float* act_scales, int64_t n, int64_t k, void* out,
                    int32_t* row_shift);  // gemm_fp4_amx_sums.cpp
+float tile_loop(int64_t iters);  // probe_amx.cpp
 // Whether tdpbf16ps adds its products to C with one rounding, checked once per process on crafted products
 // (gemm_fp4_amx_sums.cpp; only where amx_enabled()).
 bool tile_unit_rounds_once();
