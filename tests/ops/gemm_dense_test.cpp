@@ -130,19 +130,23 @@ TEST(GemmF32Bf16w, ReleasedShapes) {
     run_f32<true>({9, 512, 5120, 0}, 7);
 }
 
-// Prepared weights: on AMX tiles where the table has them (AVX-512 with AMX; the others read the weight as it is).
+// Prepared weights: on AMX tiles where the table has them (AVX-512 with AMX, weights of kBf16TilesMinRows rows and
+// more; the others read the weight as it is), in units of whole passes of four groups and a last part.
 TEST(GemmF32Bf16w, PreparedShapes) {
     uint64_t seed = 450;
     for (const Shape& s : kShapes) run_f32<true>(s, seed++, true);
     run_f32<true>({1, 2048, 5120, 0}, 10, true);
     run_f32<true>({16, 300, 5120, 3}, 11, true);
+    run_f32<true>({70, 64, 96, 1}, 12, true);
+    run_f32<true>({130, 100, 64, 0}, 13, true);
+    run_f32<true>({33, 80, 128, 2}, 14, true);
 }
 
 // Every bit of x counts: x = 1 + 2^-9 + 2^-23 (whose split into bf16 parts needs all three), -1 and -2^-9 against
 // weights of 1 sum to 2^-23 exactly, with no rounding in any order -- so every table, prepared or not, must give
 // exactly that (a kernel dropping x's last 8 bits gives 0).
 TEST(GemmF32Bf16w, EveryBitOfX) {
-    const int64_t n = 3, rows = 20, k = 64;
+    const int64_t n = 3, rows = 70, k = 64;  // (prepared: on tiles from kBf16TilesMinRows rows)
     std::vector<float> x(n * k, 0.0f);
     const float terms[3] = {1.0f + 0x1p-9f + 0x1p-23f, -1.0f, -0x1p-9f};
     for (int64_t i = 0; i < n; ++i)

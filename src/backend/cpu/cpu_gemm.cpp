@@ -441,7 +441,11 @@ void split_bf16x3_rows(const float* x, int64_t n, int64_t k, int64_t i0, int64_t
 void prepare_bf16(const IsaOps& ops, const Bf16Matrix& w, PackedWeight* out, ThreadPool& pool) {
     out->rows = w.rows;
     out->cols = w.cols;
-    if (!ops.gemm_f32_bf16w_tiles || !amx_enabled() || !w.data || w.cols % 32 != 0) {
+    // Below kBf16TilesMinRows rows the FMA kernel reads the weight as it is: the tile kernel splits every row of x
+    // into three bf16 planes (6 bytes written and read again per value), which only many weight rows pay back (2
+    // threads, k = 5120, n = 2048: 16 rows 14.6 ms on tiles, 3.2 ms by FMAs; 64 rows even; 128 rows 1.7x faster on
+    // tiles; 16 rows at n = 1 14 -> 4 us).
+    if (!ops.gemm_f32_bf16w_tiles || !amx_enabled() || !w.data || w.cols % 32 != 0 || w.rows < kBf16TilesMinRows) {
         out->layout = PackedLayout::kNone;
         return;
     }
@@ -467,7 +471,13 @@ void gemm_f32_bf16w(const IsaOps& ops, const float* x, int64_t n, const Bf16Matr
     pool.parallel_for(static_cast<size_t>(n), [&](size_t i0, size_t i1, int) {
         split_bf16x3_rows(x, n, k, static_cast<int64_t>(i0), static_cast<int64_t>(i1), split);
     }, 16);
-    for_chunks(pool, groups, chunk_size(groups, pool, 1), [](int) {}, [&](int64_t g0, int64_t g1, int) {
+    // Units of whole passes of the tile kernel (kBf16TilePassGroups groups: a pass loads the row tile's planes once
+    // for all its groups, and each unit streams every row's planes once). Units of one group made the released
+    // router (384 x 5120) passes of one group each (2 threads: n = 512 10.8 -> 5.0 ms, n = 2048 48.8 -> 24.1 ms;
+    // the ratio-2 compressor's 512 x 5120 at n = 512 8.5 -> 5.9 ms).
+    const int64_t chunk = (chunk_size(groups, pool, kBf16TilePassGroups) + kBf16TilePassGroups - 1) /
+                          kBf16TilePassGroups * kBf16TilePassGroups;
+    for_chunks(pool, groups, chunk, [](int) {}, [&](int64_t g0, int64_t g1, int) {
         ops.gemm_f32_bf16w_tiles(DenseGemmTask{split, n, k, pw->data + g0 * kb_count * kBf16TileBytes,
                                                std::min(w.rows, g1 * kGroupRows) - g0 * kGroupRows,
                                                out + g0 * kGroupRows, ldo, nullptr});

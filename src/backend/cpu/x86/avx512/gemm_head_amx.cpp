@@ -26,7 +26,7 @@ namespace deepinfer::backend::cpu::avx512 {
 namespace {
 
 constexpr int64_t kTileBytes = 1024;  // packing.h kBf16TileBytes
-constexpr int kGroups = 4;            // row groups per pass (C tiles)
+constexpr int kGroups = static_cast<int>(kBf16TilePassGroups);  // row groups per pass (C tiles)
 
 // Q groups' C tiles += the row tile's planes (at a, k apart in bf16 rows of a_stride bytes) x block kb.
 template <int Q>
