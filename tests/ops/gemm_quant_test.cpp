@@ -232,9 +232,10 @@ TEST(GemmFp8, NanPropagates) {
 
 // Operands at the edges of the AMX fp8 kernel's window and past them (widen_fp8_scales), against the reference:
 // kept and sent rows and weight pairs side by side, a NaN weight scale; 3 and 14 rows (one row tile: the scales on
-// the activations, on the weights) and 40 (two tile pairs), every table.
+// the activations, on the weights), 40 (two tile pairs), 100 and 300 (work items of up to kTileItemRows rows on AMX,
+// their rows and pairs outside the window handed to the vdpbf16ps kernel in slices of kActRowChunk), every table.
 TEST(GemmFp8, OperandWindow) {
-    for (int64_t n : {3, 14, 40}) {
+    for (int64_t n : {3, 14, 40, 100, 300}) {
         Inputs in(30 + n);
         const Shape s{n, 100, 256, 0};
         QuantizedActs acts(in, s.n, s.k);

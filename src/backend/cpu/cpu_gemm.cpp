@@ -187,8 +187,12 @@ void gemm_quant(const IsaOps& ops, const QuantProblem* problems, size_t count, T
         const int64_t groups = row_groups(w.rows);
         // chunks of whole pairs of row groups: the packed layout interleaves a pair's chunks (packing.h)
         const int64_t chunk = (chunk_size(call_groups, pool, pw ? 2 : kPackGroups) + 1) / 2 * 2;
-        for (int64_t i0 = 0; i0 < a.n; i0 += kActRowChunk) {
-            items.push_back({&p, pw, i0, std::min(kActRowChunk, a.n - i0)});
+        // fp8 on AMX tiles: items of up to kTileItemRows rows, each weight block decoded once for all of them
+        const bool tile_items = w.layout == PackedLayout::kFp8R16K4 && ops.fp8_tile_acts && ops.fp8_tile_item_rows;
+        const int64_t tile_rows = tile_items ? ops.fp8_tile_item_rows() : 0;
+        const int64_t item_rows = tile_rows > 0 ? tile_rows : kActRowChunk;
+        for (int64_t i0 = 0; i0 < a.n; i0 += item_rows) {
+            items.push_back({&p, pw, i0, std::min(item_rows, a.n - i0)});
             for (int64_t g0 = 0; g0 < groups; g0 += chunk)
                 units.push_back({static_cast<int64_t>(items.size()) - 1, g0, std::min(groups, g0 + chunk)});
         }
@@ -251,7 +255,7 @@ void gemm_quant(const IsaOps& ops, const QuantProblem* problems, size_t count, T
                     }
                     s.tile_acts_ok = false;
                     if (tile_acts_of(item)) {
-                        s.tile_acts.ensure(static_cast<size_t>(ni * a.k * ops.act_bytes));
+                        s.tile_acts.ensure(static_cast<size_t>(tile_acts_elems(ni, a.k)) * 2);
                         s.tile_shift.ensure(static_cast<size_t>(ni) * sizeof(int32_t));
                         s.tile_acts_ok = tile_acts_fn(item)(s.acts.data(), s.act_scales.as<float>(), ni, a.k,
                                                             s.tile_acts.data(), s.tile_shift.as<int32_t>());

@@ -34,7 +34,8 @@ const IsaOps& avx512_ops() {
                                // the MXFP4 GEMM reads the planes of AVX2's integer rows (gemm_quant_avx512.cpp)
                                avx2::plane_row_bytes, avx2::prep_plane_row, avx512::fp8_bits_acts,
                                avx512::gemm_f32_bf16w_tiles, avx512::fp8_tile_acts,
-                               avx512::fp4_tile_acts,       avx512::tile_loop};
+                               avx512::fp4_tile_acts,       avx512::tile_loop,
+                               avx512::fp8_tile_item_rows};
     return ops;
 }
 

@@ -5,6 +5,7 @@
 // with AVX-512 flags could otherwise be picked by the linker for code that an AVX2 machine runs.
 #pragma once
 
+#include <algorithm>
 #include <cstddef>
 #include <cstdint>
 
@@ -23,7 +24,18 @@ inline constexpr size_t kProbeAheadBytes = 16384;
 // Row groups per pass of the AVX-512 table's gemm_f32_bf16w on tiles (gemm_head_amx.cpp: one C tile each), and
 // the fewest weight rows for which prepare_bf16 makes the tiles (cpu_gemm.cpp).
 inline constexpr int64_t kBf16TilePassGroups = 4, kBf16TilesMinRows = 64;
-inline int64_t gemm_scratch_floats(int64_t k) { return 24 * k + k / 2 + k / 32 + kActRowChunk * 16 + 256; }
+// The most rows of one work item of an fp8 GEMM on AMX tiles (IsaOps::fp8_tile_item_rows), and the fp32 sums of
+// kTileRunPairs pairs of row groups of such an item that wait in the task's scratch between chunks of k
+// (avx512/gemm_fp8_amx.cpp).
+inline constexpr int64_t kTileItemRows = 256, kTileRunPairs = 4;
+inline constexpr int64_t kTileSumsFloats = kTileRunPairs * (kTileItemRows / 16) * 2 * 256;
+// (fp8 tasks on tiles: kTileSumsFloats)
+inline int64_t gemm_scratch_floats(int64_t k) {
+    return std::max<int64_t>(24 * k + k / 2 + k / 32 + kActRowChunk * 16, kTileSumsFloats) + 256;
+}
+// The bf16 elements of IsaOps::fp8_tile_acts / fp4_tile_acts' output for n rows of k columns: whole tiles of 16
+// rows, each block of 32 columns of a tile's rows together (avx512/block_decode.h, tile_acts_at).
+inline int64_t tile_acts_elems(int64_t n, int64_t k) { return (n + 15) / 16 * 16 * k; }
 
 // Where a row group lies in packed codes or scales (packing.h). Row groups are stored in pairs (2p, 2p + 1)
 // that share their blocks: block kb of a pair holds the two groups' pieces alternately (codes: 64-byte
@@ -78,7 +90,7 @@ inline constexpr uint8_t kFp4PlanesExact = 1, kFp4SumsExact = 2;
 struct QuantGemmTask {
     const void* acts;         // decoded activations [n, k], IsaOps::act_bytes each (see decode_acts)
     const float* act_scales;  // fp32 [n, k/32]
-    int64_t n, k;             // n <= kActRowChunk
+    int64_t n, k;             // n <= kActRowChunk (fp8 with tile_acts: n <= kTileItemRows)
     const uint8_t* codes;     // packed codes of the first group
     const uint8_t* scales;    // packed scales of the first group
     int64_t groups;
@@ -98,7 +110,7 @@ struct QuantGemmTask {
     const void* bits_acts = nullptr;
     const uint8_t* block_flags = nullptr;
     // fp8 or MXFP4 where the ISA has IsaOps::fp8_tile_acts / fp4_tile_acts and it took the activations: the rows
-    // scaled for its AMX kernel (bf16 [n, k]) and each row's power of two (else null).
+    // scaled for its AMX kernel (bf16, tile-blocked: tile_acts_elems) and each row's power of two (else null).
     const void* tile_acts = nullptr;
     const int32_t* tile_shift = nullptr;
 };
@@ -216,8 +228,9 @@ struct IsaOps {
     // points at the tiles of the first row group, task.rows counts the valid rows from there.
     void (*gemm_f32_bf16w_tiles)(const DenseGemmTask& task) = nullptr;
     // Optional (AVX-512 where amx_enabled()): decoded activations [n, k] and their scales [n, k/32] as the AMX fp8
-    // GEMM reads them (gemm_fp8_amx.cpp): row i's values a * sa * 2^row_shift[i] in bf16 [n, k] at out; false
-    // when that kernel does not run. Called once per thread and GEMM, like decode_acts.
+    // GEMM reads them (gemm_fp8_amx.cpp): row i's values a * sa * 2^row_shift[i] in bf16 at out, tile-blocked
+    // (tile_acts_elems(n, k) elements); false when that kernel does not run. Called once per thread and GEMM, like
+    // decode_acts.
     bool (*fp8_tile_acts)(const void* acts, const float* act_scales, int64_t n, int64_t k, void* out,
                           int32_t* row_shift) = nullptr;
     // Optional (AVX-512 where amx_enabled()): the same for the MXFP4 GEMM of n rows where it sums over all of k on
@@ -227,6 +240,9 @@ struct IsaOps {
     // Optional (AVX-512; call only where amx_enabled()): iters x 4 tdpbf16ps on tiles in registers, the machine
     // probe of the tile peak (machine_probe.h); returns a value of the sums.
     float (*tile_loop)(int64_t iters) = nullptr;
+    // Optional, beside fp8_tile_acts: the rows of one work item of the fp8 GEMM on tiles (kTileItemRows: each
+    // weight block is decoded once per item), or 0 where fp8_tile_acts does not run (then kActRowChunk).
+    int64_t (*fp8_tile_item_rows)() = nullptr;
 };
 // x = hi + mid + lo exactly for every finite fp32 x whose parts stay normal (|x| >= ~2^-110): hi = x truncated to
 // bf16, mid = the rest truncated, lo = the rest of that (at most 8 significant bits). Infinities and NaNs go to hi
@@ -279,6 +295,7 @@ bool fp8_bits_acts(const void* acts, int64_t n, int64_t k, bool e4m3, void* out)
 void gemm_f32_bf16w_tiles(const DenseGemmTask& task);  // gemm_head_amx.cpp
 bool fp8_tile_acts(const void* acts, const float* act_scales, int64_t n, int64_t k, void* out,
                    int32_t* row_shift);  // gemm_fp8_amx.cpp
+int64_t fp8_tile_item_rows();  // gemm_fp8_amx.cpp
 bool fp4_tile_acts(const void* acts, const float* act_scales, int64_t n, int64_t k, void* out,
                    int32_t* row_shift);  // gemm_fp4_amx_sums.cpp
 float tile_loop(int64_t iters);  // probe_amx.cpp

@@ -128,19 +128,36 @@ inline RowExponents row_exponents(const uint16_t* a, const float* sa, int64_t kb
     return r;
 }
 
-// A row's a * sa * 2^shift in bf16 into out (exact where row_exponents' window holds it); zeros and denormals to
-// zero.
-inline void fold_row_scales(const uint16_t* a, const float* sa, int64_t kb_count, int shift, uint16_t* out) {
+// The AMX GEMMs' activations (fp8_tile_acts, fp4_tile_acts) are tile-blocked: the 16 rows of a row tile's block
+// of 32 columns lie together, 1 KB, as one tileloadd reads them (stride 64). Row r's block kb begins at element
+// tile_acts_at(r, kb, kb_count) (bf16 units). Why: rows k * 2 bytes apart made every A tile load gather 16 lines
+// from 16 places in L2; a scratch loop of the products alone (64 rows, a pair of row groups, k = 1280-8192) ran
+// 1.14-1.27x faster on blocked tiles (docs/PERFORMANCE.md, "Nineteenth session").
+inline constexpr int64_t kTileBlockElems = 16 * 32, kTileBlockWords = kTileBlockElems / 2;
+inline int64_t tile_acts_at(int64_t row, int64_t kb, int64_t kb_count) {
+    return ((row / 16) * kb_count + kb) * kTileBlockElems + (row % 16) * 32;
+}
+
+// A row's a * sa * 2^shift in bf16 into its places in the tile-blocked out (row `row` of it; exact where
+// row_exponents' window holds it); zeros and denormals to zero.
+inline void fold_row_scales(const uint16_t* a, const float* sa, int64_t kb_count, int shift, uint16_t* out,
+                            int64_t row) {
     const __m512i exponent = _mm512_set1_epi16(0x7f80);
+    uint16_t* o = out + tile_acts_at(row, 0, kb_count);
     for (int64_t kb = 0; kb < kb_count; ++kb) {
         uint32_t s;
         std::memcpy(&s, sa + kb, 4);
         const int d = static_cast<int>(s >> 23) - 127 + shift;
         const __m512i v = _mm512_loadu_si512(a + kb * 32);
         const __mmask32 nonzero = _mm512_test_epi16_mask(v, exponent);
-        _mm512_storeu_si512(out + kb * 32,
-                            _mm512_maskz_add_epi16(nonzero, v, _mm512_set1_epi16(static_cast<short>(d << 7))));
+        _mm512_store_si512(o + kb * kTileBlockElems,
+                           _mm512_maskz_add_epi16(nonzero, v, _mm512_set1_epi16(static_cast<short>(d << 7))));
     }
+}
+// Row `row` of the tile-blocked out as zeros (a row outside the window: the per-block kernel takes it).
+inline void zero_tile_row(uint16_t* out, int64_t row, int64_t kb_count) {
+    uint16_t* o = out + tile_acts_at(row, 0, kb_count);
+    for (int64_t kb = 0; kb < kb_count; ++kb) _mm512_store_si512(o + kb * kTileBlockElems, _mm512_setzero_si512());
 }
 
 // The smallest and largest of count scale codes.

@@ -164,7 +164,7 @@ class SumsPass {
         scales_ = t.scales + packed_scale_offset(g0, t.groups, 0, kb_count_, kFp4ScaleBytes);
         for (int i = 0; i < 2; ++i) {
             const int64_t row = i0 + i * kMaxTileRows;
-            tile_acts_[i] = static_cast<const uint16_t*>(t.tile_acts) + row * t.k;
+            tile_acts_[i] = static_cast<const uint16_t*>(t.tile_acts) + tile_acts_at(row, 0, kb_count_);
             acts_[i] = static_cast<const uint32_t*>(t.acts) + row * (t.k / 2);
             sa_[i] = t.act_scales + row * kb_count_;
             inexact_[i] = inexact + (row / kMaxTileRows) * kb_count_;
@@ -195,14 +195,13 @@ class SumsPass {
 
     void multiply(int64_t kb) {
         const uint32_t* b = buffer(kb);
-        const int64_t stride = t_.k * 2;
         _tile_loadd(6, b, 64);
         if constexpr (G == 2) _tile_loadd(7, b + kBlockPairs * 16, 64);
         if (const uint16_t mask = inexact_[0][kb]) {
             insert_chains(0, kb, mask);
             _tile_loadd(4, s_.a[0], 64);
         } else {
-            _tile_loadd(4, tile_acts_[0] + kb * 32, stride);
+            _tile_loadd(4, tile_acts_[0] + kb * kTileBlockElems, 64);
         }
         _tile_dpbf16ps(0, 4, 6);
         if constexpr (G == 2) _tile_dpbf16ps(1, 4, 7);
@@ -211,7 +210,7 @@ class SumsPass {
                 insert_chains(1, kb, mask);
                 _tile_loadd(5, s_.a[1], 64);
             } else {
-                _tile_loadd(5, tile_acts_[1] + kb * 32, stride);
+                _tile_loadd(5, tile_acts_[1] + kb * kTileBlockElems, 64);
             }
             _tile_dpbf16ps(2, 5, 6);
             if constexpr (G == 2) _tile_dpbf16ps(3, 5, 7);
@@ -239,7 +238,7 @@ class SumsPass {
         }
         load_c_tiles<G>(i, s_.c[i]);
         for (int r = 0; r < m_[i]; ++r) {
-            const __m512i row = _mm512_loadu_si512(tile_acts_[i] + r * t_.k + kb * 32);
+            const __m512i row = _mm512_load_si512(tile_acts_[i] + kb * kTileBlockElems + r * 32);
             _mm512_store_si512(s_.a[i] + r * 32, (mask >> r) & 1 ? _mm512_setzero_si512() : row);
         }
     }
@@ -272,15 +271,15 @@ bool fp4_tile_acts(const void* acts, const float* act_scales, int64_t n, int64_t
     for (int64_t i = 0; i < n; ++i) {
         const auto* a = static_cast<const uint16_t*>(acts) + i * k;
         const float* sa = act_scales + i * kb_count;
-        auto* o = static_cast<uint16_t*>(out) + i * k;
+        auto* o = static_cast<uint16_t*>(out);
         const RowExponents e = row_exponents(a, sa, kb_count);
         if (!e.ok || (e.top >= e.bottom && (e.top > kTop || e.bottom < kLowest))) {
             row_shift[i] = kWideRow;
-            std::memset(o, 0, static_cast<size_t>(k) * 2);
+            zero_tile_row(o, i, kb_count);
             continue;
         }
         row_shift[i] = 0;
-        fold_row_scales(a, sa, kb_count, 0, o);
+        fold_row_scales(a, sa, kb_count, 0, o, i);
     }
     return true;
 }

@@ -212,7 +212,7 @@ template <int G, Prefetch kAhead, bool kScaleActs>
 class PairPass {
    public:
     PairPass(const QuantGemmTask& t, PairScratch& s, int64_t g0, int m, int shift)
-        : s_(s), streams_(t, g0), kb_count_(t.k / 32), a_stride_(t.k * 2), m_(m), shift_(shift),
+        : s_(s), streams_(t, g0), kb_count_(t.k / 32), m_(m), shift_(shift),
           acts_(static_cast<const uint32_t*>(t.tile_acts)) {}
 
     void run() {
@@ -232,7 +232,7 @@ class PairPass {
                     _tile_dpbf16ps(1, 3, 5);
                 }
             } else {
-                _tile_loadd(2, acts_ + kb * 16, a_stride_);
+                _tile_loadd(2, acts_ + kb * kTileBlockWords, 64);
                 _tile_loadd(4, b, 64);
                 _tile_dpbf16ps(0, 2, 4);
                 if constexpr (G == 2) {
@@ -257,7 +257,7 @@ class PairPass {
             for (int g = 0; g < G; ++g) {
                 const __m512i delta = _mm512_set1_epi16(static_cast<short>(d.d[g] << 7));
                 for (int r = 0; r < m_; ++r) {
-                    const __m512i v = _mm512_loadu_si512(acts_ + r * (a_stride_ / 4) + kb * 16);
+                    const __m512i v = _mm512_load_si512(acts_ + kb * kTileBlockWords + r * 16);
                     _mm512_store_si512(s_.a[kb % kRingBlocks][g] + r * 32,
                                        _mm512_mask_add_epi16(v, _mm512_test_epi16_mask(v, exponent), v, delta));
                 }
@@ -267,73 +267,105 @@ class PairPass {
 
     PairScratch& s_;
     PairStreams streams_;
-    int64_t kb_count_, a_stride_;
+    int64_t kb_count_;
     int m_, shift_;
     const uint32_t* acts_;
     Fp8ScaledDecode dec_;
 };
 
-// Two row tiles (m0 and m1 <= 16 rows; m1 = 0: one) against a pair's G groups, block by block, each tile register
-// loaded once per block for two products (C of row tile i and group g at 2 i + g, A of tile i at 4 + i, B of
-// group g at 6 + g). The B tiles come from the task's panel (t.scratch, 2 KB a block): the pass of the first
-// two row tiles decodes the pair into it, one block ahead of its products; the others read it.
-struct alignas(64) TileScratch {
-    float c[2][2][kMaxTileRows * 16];  // [row tile][group]
+// More than 16 rows (up to kTileItemRows): the pairs of a run of kTileRunPairs, k in chunks of kChunkBlocks blocks.
+// For each chunk, each pair's chunk is decoded once into L1 (16 KB) and multiplied by every row tile of the task,
+// two row tiles at a time (configure_tile_pair: C of row tile i and group g at 2 i + g, A of tile i at 4 + i, B of
+// group g at 6 + g), so the B tiles come from L1 and only the A tiles from L2; the C tiles of each (pair, row tile)
+// wait in the task's scratch (kTileSumsFloats) between chunks. A C tile still sums its row's products over all of
+// k in block order -- stored and loaded whole in between -- so the results are those of one pass over k.
+// Why: one pass over all of k per two row tiles read both A and B from L2 (a 1 KB tile load per product), and each
+// pair was decoded once per kActRowChunk rows, a decode that hardly overlapped the products (docs/PERFORMANCE.md,
+// "Nineteenth session": in cache, one core, n = 40-256 1.12-1.39x).
+constexpr int64_t kChunkBlocks = 8;
+struct alignas(64) ChunkBuffer {
+    uint32_t b[kChunkBlocks][2][kBlockPairs * 16];  // [block][group]: B tiles
 };
 
+// Two row tiles (a1 null: one), their blocks from a0 / a1 (tile-blocked activations), against the chunk's blocks of
+// a pair's G groups: C from c0 / c1 (each [group][256]; zeroed instead at the first chunk), the products, C back.
 template <int G>
-class TilePairPass {
-   public:
-    TilePairPass(const QuantGemmTask& t, TileScratch& s, int64_t g0, int64_t i0, int m1, bool decode, int shift)
-        : s_(s), streams_(t, g0), kb_count_(t.k / 32), a_stride_(t.k * 2), shift_(shift), m1_(m1), decode_(decode),
-          panel_(reinterpret_cast<uint32_t*>(t.scratch)) {
-        acts_[0] = static_cast<const uint32_t*>(t.tile_acts) + i0 * (t.k / 2);
-        acts_[1] = acts_[0] + kMaxTileRows * (t.k / 2);
+void multiply_chunk(const uint32_t* a0, const uint32_t* a1, const ChunkBuffer& b, int64_t blocks, bool first,
+                    float (*c0)[256], float (*c1)[256]) {
+    if (first) {
+        zero_c_tiles<G>(0);
+        if (a1) zero_c_tiles<G>(1);
+    } else {
+        load_c_tiles<G>(0, c0);
+        if (a1) load_c_tiles<G>(1, c1);
     }
-
-    void run() {
-        for (int i = 0; i < (m1_ > 0 ? 2 : 1); ++i) zero_c_tiles<G>(i);
-        if (decode_) decode(0);
-        for (int64_t kb = 0; kb < kb_count_; ++kb) {
-            if (decode_ && kb + 1 < kb_count_) decode(kb + 1);
-            multiply(kb);
-        }
-        for (int i = 0; i < (m1_ > 0 ? 2 : 1); ++i) store_c_tiles<G>(i, s_.c[i]);
-    }
-
-   private:
-    uint32_t* buffer(int64_t kb) const { return panel_ + kb * G * (kBlockPairs * 16); }
-
-    void decode(int64_t kb) {
-        const BlockDeltas<G> d(streams_.scales, nullptr, kb, shift_);
-        decode_pair_block<G, kManyRowsAhead, true>(dec_, streams_.codes + kb * G * kFp8BlockBytes, d, buffer(kb));
-    }
-
-    void multiply(int64_t kb) {
-        const uint32_t* b = buffer(kb);
-        _tile_loadd(6, b, 64);
-        if constexpr (G == 2) _tile_loadd(7, b + kBlockPairs * 16, 64);
-        _tile_loadd(4, acts_[0] + kb * 16, a_stride_);
+    for (int64_t j = 0; j < blocks; ++j) {
+        _tile_loadd(6, b.b[j][0], 64);
+        if constexpr (G == 2) _tile_loadd(7, b.b[j][1], 64);
+        _tile_loadd(4, a0 + j * kTileBlockWords, 64);
         _tile_dpbf16ps(0, 4, 6);
         if constexpr (G == 2) _tile_dpbf16ps(1, 4, 7);
-        if (m1_ > 0) {
-            _tile_loadd(5, acts_[1] + kb * 16, a_stride_);
+        if (a1) {
+            _tile_loadd(5, a1 + j * kTileBlockWords, 64);
             _tile_dpbf16ps(2, 5, 6);
             if constexpr (G == 2) _tile_dpbf16ps(3, 5, 7);
         }
     }
+    store_c_tiles<G>(0, c0);
+    if (a1) store_c_tiles<G>(1, c1);
+}
 
-    TileScratch& s_;
-    PairStreams streams_;
-    int64_t kb_count_, a_stride_;
-    int shift_, m1_;
-    bool decode_;
-    uint32_t* panel_;
-    const uint32_t* acts_[2];
-    Fp8ScaledDecode dec_;
+// One pair of a run: its first group, groups, weight shift and sums ([row tile][group][256] in the task's scratch).
+struct RunPair {
+    int64_t g0;
+    int G, shift;
+    float (*c)[256];
 };
 
+// The run's pairs (none wide) against every row tile of the task, chunk by chunk of k; then the sums back to the
+// task's output.
+void multiply_run(const QuantGemmTask& t, const RunPair* run, int count) {
+    const int64_t kb_count = t.k / 32, tiles = (t.n + kMaxTileRows - 1) / kMaxTileRows;
+    const auto* acts = static_cast<const uint32_t*>(t.tile_acts);
+    const int64_t tile_words = kb_count * kTileBlockWords;  // one row tile's blocks
+    Fp8ScaledDecode dec;
+    ChunkBuffer buffer;
+    for (int64_t kb0 = 0; kb0 < kb_count; kb0 += kChunkBlocks) {
+        const int64_t blocks = std::min(kChunkBlocks, kb_count - kb0);
+        for (int q = 0; q < count; ++q) {
+            const RunPair& p = run[q];
+            const PairStreams streams(t, p.g0);
+            for (int64_t j = 0; j < blocks; ++j) {
+                const int64_t kb = kb0 + j;
+                if (p.G == 2)
+                    decode_pair_block<2, kManyRowsAhead, true>(dec, streams.codes + kb * 2 * kFp8BlockBytes,
+                                                               BlockDeltas<2>(streams.scales, nullptr, kb, p.shift),
+                                                               buffer.b[j][0]);
+                else
+                    decode_pair_block<1, kManyRowsAhead, true>(dec, streams.codes + kb * kFp8BlockBytes,
+                                                               BlockDeltas<1>(streams.scales, nullptr, kb, p.shift),
+                                                               buffer.b[j][0]);
+            }
+            for (int64_t i = 0; i < tiles; i += 2) {
+                const uint32_t* a0 = acts + i * tile_words + kb0 * kTileBlockWords;
+                const uint32_t* a1 = i + 1 < tiles ? a0 + tile_words : nullptr;
+                if (p.G == 2) multiply_chunk<2>(a0, a1, buffer, blocks, kb0 == 0, p.c + 2 * i, p.c + 2 * i + 2);
+                else multiply_chunk<1>(a0, a1, buffer, blocks, kb0 == 0, p.c + 2 * i, p.c + 2 * i + 2);
+            }
+        }
+    }
+    for (int q = 0; q < count; ++q)
+        for (int64_t i = 0; i < tiles; ++i) {
+            const int m = static_cast<int>(std::min<int64_t>(t.n - i * kMaxTileRows, kMaxTileRows));
+            for (int g = 0; g < run[q].G; ++g)
+                store_scaled_back(t, run[q].c[2 * i + g], m, i * kMaxTileRows, run[q].g0 + g, run[q].shift);
+        }
+}
+
 }  // namespace
+
+// Items of kTileItemRows rows where the tiles run (each pair's chunks of k decoded once for all of them).
+int64_t fp8_tile_item_rows() { return amx_enabled() ? kTileItemRows : 0; }
 
 bool fp8_tile_acts(const void* acts, const float* act_scales, int64_t n, int64_t k, void* out, int32_t* row_shift) {
     if (!amx_enabled()) return false;
@@ -341,28 +373,38 @@ bool fp8_tile_acts(const void* acts, const float* act_scales, int64_t n, int64_t
     for (int64_t i = 0; i < n; ++i) {
         const auto* a = static_cast<const uint16_t*>(acts) + i * k;
         const float* sa = act_scales + i * kb_count;
-        auto* o = static_cast<uint16_t*>(out) + i * k;
+        auto* o = static_cast<uint16_t*>(out);
         const RowExponents e = row_exponents(a, sa, kb_count);
         if (!e.ok || k >= kMaxK || (e.top >= e.bottom && e.top - e.bottom > kActSpan)) {
             row_shift[i] = kWideRow;
-            std::memset(o, 0, static_cast<size_t>(k) * 2);
+            zero_tile_row(o, i, kb_count);
             continue;
         }
         // top is a biased field: the largest value lies in [2^(top - 127), 2^(top - 126))
         const int shift = e.top >= e.bottom ? kActTop - (e.top - 127) : 0;
         row_shift[i] = shift;
-        fold_row_scales(a, sa, kb_count, shift, o);
+        fold_row_scales(a, sa, kb_count, shift, o, i);
     }
+    // the last row tile's rows past n: the kernel's row tiles of more than 16 rows load all 16
+    for (int64_t i = n; i % kMaxTileRows != 0; ++i) zero_tile_row(static_cast<uint16_t*>(out), i, kb_count);
     return true;
 }
 
-// Pair by pair (a lone last group on its own): up to 16 rows in one PairPass, more in TilePairPasses of two row
-// tiles; then the rows the window cannot hold.
+// Pair by pair (a lone last group on its own): up to 16 rows in one PairPass, more in runs of kTileRunPairs pairs
+// (multiply_run); pairs whose scales the window cannot hold, then the rows it cannot hold, by the vdpbf16ps kernel.
 void gemm_fp8_amx(const QuantGemmTask& t) {
     const int64_t kb_count = t.k / 32;
     int configured = -1;
     PairScratch pair_scratch;
-    TileScratch tile_scratch;
+    RunPair run[kTileRunPairs];
+    int in_run = 0;
+    auto flush_run = [&] {
+        if (in_run == 0) return;
+        // (all row tiles configured with 16 rows: fp8_tile_acts zeroes the last one's rows past n)
+        if (configured != 1024) configure_tile_pair(kMaxTileRows, kMaxTileRows), configured = 1024;
+        multiply_run(t, run, in_run);
+        in_run = 0;
+    };
     for (int64_t g0 = 0; g0 < t.groups; g0 += 2) {
         const int G = g0 + 2 <= t.groups ? 2 : 1;
         const PairScaling w = pair_scaling(PairStreams(t, g0).scales, G * kb_count);
@@ -383,19 +425,11 @@ void gemm_fp8_amx(const QuantGemmTask& t) {
             for (int g = 0; g < G; ++g) store_scaled_back(t, pair_scratch.c[g], m, 0, g0 + g, w.shift);
             continue;
         }
-        for (int64_t i0 = 0; i0 < t.n; i0 += 2 * kMaxTileRows) {
-            const int64_t left = t.n - i0;
-            const int m0 = static_cast<int>(std::min<int64_t>(left, kMaxTileRows));
-            const int m1 = static_cast<int>(std::min<int64_t>(left - m0, kMaxTileRows));
-            // (tile pair configurations are 1024 + m0 * 32 + m1, apart from the one-tile ones)
-            if (1024 + m0 * 32 + m1 != configured) configure_tile_pair(m0, m1), configured = 1024 + m0 * 32 + m1;
-            if (G == 2) TilePairPass<2>(t, tile_scratch, g0, i0, m1, i0 == 0, w.shift).run();
-            else TilePairPass<1>(t, tile_scratch, g0, i0, m1, i0 == 0, w.shift).run();
-            for (int i = 0; i < 2; ++i)
-                for (int g = 0; g < G; ++g)
-                    store_scaled_back(t, tile_scratch.c[i][g], i ? m1 : m0, i0 + i * kMaxTileRows, g0 + g, w.shift);
-        }
+        // (the scratch holds the sums of kTileRunPairs pairs of up to kTileItemRows rows: 32 C tiles each)
+        run[in_run] = {g0, G, w.shift, reinterpret_cast<float(*)[256]>(t.scratch) + in_run * (kTileItemRows / 8)};
+        if (++in_run == kTileRunPairs) flush_run();
     }
+    flush_run();
     if (configured >= 0) _tile_release();
     gemm_wide_rows_apart(t, gemm_fp8_vdpbf16ps);
 }
