@@ -26,8 +26,9 @@ inline constexpr size_t kProbeAheadBytes = 16384;
 inline constexpr int64_t kBf16TilePassGroups = 4, kBf16TilesMinRows = 64;
 // The most rows of one work item of an fp8 GEMM on AMX tiles (IsaOps::fp8_tile_item_rows), and the fp32 sums of
 // kTileRunPairs pairs of row groups of such an item that wait in the task's scratch between chunks of k
-// (avx512/gemm_fp8_amx.cpp).
-inline constexpr int64_t kTileItemRows = 256, kTileRunPairs = 4;
+// (avx512/gemm_fp8_amx.cpp; runs of 8 pairs rather than 4: k = 5120 and 8192 8-15% faster in cache, the chunk of
+// the item's activations staying in L2 across more pairs).
+inline constexpr int64_t kTileItemRows = 256, kTileRunPairs = 8;
 inline constexpr int64_t kTileSumsFloats = kTileRunPairs * (kTileItemRows / 16) * 2 * 256;
 // (fp8 tasks on tiles: kTileSumsFloats)
 inline int64_t gemm_scratch_floats(int64_t k) {
