@@ -281,7 +281,7 @@ class PairPass {
 // k in block order -- stored and loaded whole in between -- so the results are those of one pass over k.
 // Why: one pass over all of k per two row tiles read both A and B from L2 (a 1 KB tile load per product), and each
 // pair was decoded once per kActRowChunk rows, a decode that hardly overlapped the products (docs/PERFORMANCE.md,
-// "Nineteenth session": in cache, one core, n = 40-256 1.12-1.39x).
+// "Nineteenth session": in cache, one core, n = 40-256 1.1-1.4x).
 constexpr int64_t kChunkBlocks = 8;
 struct alignas(64) ChunkBuffer {
     uint32_t b[kChunkBlocks][2][kBlockPairs * 16];  // [block][group]: B tiles
