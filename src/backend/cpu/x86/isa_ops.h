@@ -91,7 +91,7 @@ inline constexpr uint8_t kFp4PlanesExact = 1, kFp4SumsExact = 2;
 struct QuantGemmTask {
     const void* acts;         // decoded activations [n, k], IsaOps::act_bytes each (see decode_acts)
     const float* act_scales;  // fp32 [n, k/32]
-    int64_t n, k;             // n <= kActRowChunk (fp8 with tile_acts: n <= kTileItemRows)
+    int64_t n, k;             // n <= kActRowChunk (the AVX-512 fp8 GEMM: n <= kTileItemRows)
     const uint8_t* codes;     // packed codes of the first group
     const uint8_t* scales;    // packed scales of the first group
     int64_t groups;

@@ -227,7 +227,4 @@ void gemm_fp4_amx(const QuantGemmTask& t);
 // MXFP4 with the sums over all of k in the tiles (gemm_fp4_amx_sums.cpp): 5 and more rows with the activations of
 // fp4_tile_acts (QuantGemmTask::tile_acts), the same bits as gemm_fp4_amx.
 void gemm_fp4_amx_sums(const QuantGemmTask& t);
-// The fp8 GEMM on vdpbf16ps (gemm_quant_avx512.cpp): CPUs without AMX, and the rows and pairs gemm_fp8_amx cannot
-// take.
-void gemm_fp8_vdpbf16ps(const QuantGemmTask& t);
 }  // namespace deepinfer::backend::cpu::avx512

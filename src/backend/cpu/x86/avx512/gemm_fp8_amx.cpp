@@ -322,36 +322,37 @@ struct RunPair {
     float (*c)[256];
 };
 
+// Blocks [kb0, kb0 + blocks) of pair p (G groups) decoded into the buffer, then multiplied by every row tile of the
+// task, two at a time (acts: the tile-blocked activations, tile_words apart).
+template <int G>
+void pair_chunk(const QuantGemmTask& t, const RunPair& p, int64_t kb0, int64_t blocks, const Fp8ScaledDecode& dec,
+                ChunkBuffer& buffer) {
+    const int64_t kb_count = t.k / 32, tiles = (t.n + kMaxTileRows - 1) / kMaxTileRows;
+    const int64_t tile_words = kb_count * kTileBlockWords;  // one row tile's blocks
+    const PairStreams streams(t, p.g0);
+    for (int64_t j = 0; j < blocks; ++j)
+        decode_pair_block<G, kManyRowsAhead, true>(dec, streams.codes + (kb0 + j) * G * kFp8BlockBytes,
+                                                   BlockDeltas<G>(streams.scales, nullptr, kb0 + j, p.shift),
+                                                   buffer.b[j][0]);
+    const auto* acts = static_cast<const uint32_t*>(t.tile_acts) + kb0 * kTileBlockWords;
+    for (int64_t i = 0; i < tiles; i += 2) {
+        const uint32_t* a0 = acts + i * tile_words;
+        multiply_chunk<G>(a0, i + 1 < tiles ? a0 + tile_words : nullptr, buffer, blocks, kb0 == 0, p.c + 2 * i,
+                          p.c + 2 * i + 2);
+    }
+}
+
 // The run's pairs (none wide) against every row tile of the task, chunk by chunk of k; then the sums back to the
 // task's output.
 void multiply_run(const QuantGemmTask& t, const RunPair* run, int count) {
     const int64_t kb_count = t.k / 32, tiles = (t.n + kMaxTileRows - 1) / kMaxTileRows;
-    const auto* acts = static_cast<const uint32_t*>(t.tile_acts);
-    const int64_t tile_words = kb_count * kTileBlockWords;  // one row tile's blocks
     Fp8ScaledDecode dec;
     ChunkBuffer buffer;
     for (int64_t kb0 = 0; kb0 < kb_count; kb0 += kChunkBlocks) {
         const int64_t blocks = std::min(kChunkBlocks, kb_count - kb0);
         for (int q = 0; q < count; ++q) {
-            const RunPair& p = run[q];
-            const PairStreams streams(t, p.g0);
-            for (int64_t j = 0; j < blocks; ++j) {
-                const int64_t kb = kb0 + j;
-                if (p.G == 2)
-                    decode_pair_block<2, kManyRowsAhead, true>(dec, streams.codes + kb * 2 * kFp8BlockBytes,
-                                                               BlockDeltas<2>(streams.scales, nullptr, kb, p.shift),
-                                                               buffer.b[j][0]);
-                else
-                    decode_pair_block<1, kManyRowsAhead, true>(dec, streams.codes + kb * kFp8BlockBytes,
-                                                               BlockDeltas<1>(streams.scales, nullptr, kb, p.shift),
-                                                               buffer.b[j][0]);
-            }
-            for (int64_t i = 0; i < tiles; i += 2) {
-                const uint32_t* a0 = acts + i * tile_words + kb0 * kTileBlockWords;
-                const uint32_t* a1 = i + 1 < tiles ? a0 + tile_words : nullptr;
-                if (p.G == 2) multiply_chunk<2>(a0, a1, buffer, blocks, kb0 == 0, p.c + 2 * i, p.c + 2 * i + 2);
-                else multiply_chunk<1>(a0, a1, buffer, blocks, kb0 == 0, p.c + 2 * i, p.c + 2 * i + 2);
-            }
+            if (run[q].G == 2) pair_chunk<2>(t, run[q], kb0, blocks, dec, buffer);
+            else pair_chunk<1>(t, run[q], kb0, blocks, dec, buffer);
         }
     }
     for (int q = 0; q < count; ++q)
@@ -391,7 +392,8 @@ bool fp8_tile_acts(const void* acts, const float* act_scales, int64_t n, int64_t
 }
 
 // Pair by pair (a lone last group on its own): up to 16 rows in one PairPass, more in runs of kTileRunPairs pairs
-// (multiply_run); pairs whose scales the window cannot hold, then the rows it cannot hold, by the vdpbf16ps kernel.
+// (multiply_run); pairs whose scales the window cannot hold, then the rows it cannot hold, by the vdpbf16ps kernel
+// (gemm_fp8 without tile activations, in slices of kActRowChunk rows).
 void gemm_fp8_amx(const QuantGemmTask& t) {
     const int64_t kb_count = t.k / 32;
     int configured = -1;
@@ -409,7 +411,7 @@ void gemm_fp8_amx(const QuantGemmTask& t) {
         const int G = g0 + 2 <= t.groups ? 2 : 1;
         const PairScaling w = pair_scaling(PairStreams(t, g0).scales, G * kb_count);
         if (w.wide) {
-            gemm_pair_apart(t, g0, G, kFp8BlockBytes, 1, gemm_fp8_vdpbf16ps);
+            gemm_pair_apart(t, g0, G, kFp8BlockBytes, 1, gemm_fp8);
             continue;
         }
         if (t.n <= kMaxTileRows) {
@@ -431,7 +433,7 @@ void gemm_fp8_amx(const QuantGemmTask& t) {
     }
     flush_run();
     if (configured >= 0) _tile_release();
-    gemm_wide_rows_apart(t, gemm_fp8_vdpbf16ps);
+    gemm_wide_rows_apart(t, gemm_fp8);
 }
 
 }  // namespace deepinfer::backend::cpu::avx512

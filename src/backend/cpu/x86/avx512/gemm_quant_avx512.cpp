@@ -373,24 +373,6 @@ bool fp8_bits_acts(const void* acts, int64_t n, int64_t k, bool e4m3, void* out)
     return bad == 0;
 }
 
-namespace {
-// kernel over p's rows in slices of at most kActRowChunk: the AMX fp8 GEMM's tasks hold up to kTileItemRows rows,
-// the kernels it hands rows to take kActRowChunk at most.
-void run_row_slices(const QuantGemmTask& p, void (*kernel)(const QuantGemmTask&)) {
-    const int64_t kb_count = p.k / 32, row_bytes = p.fp4_row ? fp4_row_layout(kb_count).bytes : 0;
-    for (int64_t r0 = 0; r0 < p.n; r0 += kActRowChunk) {
-        QuantGemmTask s = p;
-        s.n = std::min(kActRowChunk, p.n - r0);
-        s.acts = static_cast<const uint16_t*>(p.acts) + r0 * p.k;
-        s.act_scales = p.act_scales + r0 * kb_count;
-        if (p.fp4_row) s.fp4_row = p.fp4_row + r0 * row_bytes;
-        if (p.out) s.out = p.out + r0 * p.ldo;
-        if (p.out_f32) s.out_f32 = p.out_f32 + r0 * p.ldo;
-        kernel(s);
-    }
-}
-}  // namespace
-
 void gemm_pair_apart(const QuantGemmTask& t, int64_t g0, int G, int64_t block_bytes, int64_t scale_bytes,
                      void (*kernel)(const QuantGemmTask&)) {
     const int64_t kb_count = t.k / 32;
@@ -405,7 +387,7 @@ void gemm_pair_apart(const QuantGemmTask& t, int64_t g0, int G, int64_t block_by
     p.block_flags = nullptr;
     p.tile_acts = nullptr;
     p.tile_shift = nullptr;
-    run_row_slices(p, kernel);
+    kernel(p);
 }
 
 void gemm_wide_rows_apart(const QuantGemmTask& t, void (*kernel)(const QuantGemmTask&)) {
@@ -448,7 +430,7 @@ void gemm_wide_rows_apart(const QuantGemmTask& t, void (*kernel)(const QuantGemm
         out.resize(static_cast<size_t>(n * width));
         p.out = out.data();
     }
-    run_row_slices(p, kernel);
+    kernel(p);
     for (int64_t r = 0; r < n; ++r) {
         const int64_t at = rows[r] * t.ldo;
         if (t.out_f32)
@@ -457,6 +439,8 @@ void gemm_wide_rows_apart(const QuantGemmTask& t, void (*kernel)(const QuantGemm
     }
 }
 
+namespace {
+// The fp8 GEMM on vdpbf16ps: CPUs without AMX, and (through gemm_fp8) the rows and pairs gemm_fp8_amx cannot take.
 void gemm_fp8_vdpbf16ps(const QuantGemmTask& t) {
     const int64_t kb_count = t.k / 32;
     auto scales = [&](int64_t g, int64_t kb) {
@@ -475,10 +459,27 @@ void gemm_fp8_vdpbf16ps(const QuantGemmTask& t) {
     else go(Fp8Chunks<false>{});
 }
 
-// AMX where the driver brought the activations for it (fp8_tile_acts: amx_enabled()).
+}  // namespace
+
+// AMX where the driver brought the activations for it (fp8_tile_acts: amx_enabled()). Without them, rows in
+// slices of at most kActRowChunk (the vdpbf16ps kernel's most): the AMX kernel's tasks hold up to kTileItemRows rows
+// and hand it the rows and pairs outside its window.
 void gemm_fp8(const QuantGemmTask& t) {
-    if (t.tile_acts) gemm_fp8_amx(t);
-    else gemm_fp8_vdpbf16ps(t);
+    if (t.tile_acts) {
+        gemm_fp8_amx(t);
+        return;
+    }
+    const int64_t kb_count = t.k / 32;
+    for (int64_t r0 = 0; r0 < t.n; r0 += kActRowChunk) {
+        QuantGemmTask s = t;
+        s.n = std::min(kActRowChunk, t.n - r0);
+        s.acts = static_cast<const uint16_t*>(t.acts) + r0 * t.k;
+        s.act_scales = t.act_scales + r0 * kb_count;
+        if (t.bits_acts) s.bits_acts = static_cast<const uint16_t*>(t.bits_acts) + r0 * t.k;
+        if (t.out) s.out = t.out + r0 * t.ldo;
+        if (t.out_f32) s.out_f32 = t.out_f32 + r0 * t.ldo;
+        gemm_fp8_vdpbf16ps(s);
+    }
 }
 
 void gemm_fp4(const QuantGemmTask& t) {
