@@ -24,10 +24,11 @@ std::string describe(const Shape& s) {
            std::to_string(s.pad);
 }
 
-// n below / at / above the stationary threshold (8), k = 1, odd, not a multiple of 16 or 32, chunks of 64 rows.
+// n below / at / above the stationary threshold (8), k = 1, odd, not a multiple of 16 or 32, chunks of 64 rows;
+// k past the AVX-512 blocked path's 512-column chunks with a tail, n past its 128-row groups.
 const Shape kShapes[] = {{1, 1, 1, 0},    {1, 5, 31, 2},    {2, 17, 40, 0},  {3, 33, 100, 1},   {4, 16, 32, 0},
                          {7, 50, 64, 0},  {8, 16, 32, 3},   {9, 33, 96, 0},  {16, 100, 512, 0}, {64, 40, 128, 1},
-                         {65, 20, 64, 0}, {70, 31, 100, 0}, {130, 17, 48, 0}};
+                         {65, 20, 64, 0}, {70, 31, 100, 0}, {130, 17, 48, 0}, {135, 21, 1100, 1}};
 
 void run_bf16(const Shape& s, uint64_t seed) {
     Inputs in(seed);

@@ -22,6 +22,15 @@ struct BlockPrefetch {
         _mm_prefetch(reinterpret_cast<const char*>(next), _MM_HINT_T1);
         next += 64;
     }
+    // `count` column steps at once: the lines they are due, issued together.
+    inline void steps(int64_t count) {
+        countdown -= count;
+        while (countdown <= 0 && next < end) {
+            _mm_prefetch(reinterpret_cast<const char*>(next), _MM_HINT_T1);
+            next += 64;
+            countdown += every;
+        }
+    }
 };
 
 // The rows [j1, j2) (row_bytes each, from w) spread over `steps` column steps.
