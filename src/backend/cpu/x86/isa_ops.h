@@ -30,10 +30,16 @@ inline constexpr int64_t kBf16TilePassGroups = 4, kBf16TilesMinRows = 64;
 // the item's activations staying in L2 across more pairs).
 inline constexpr int64_t kTileItemRows = 256, kTileRunPairs = 8;
 inline constexpr int64_t kTileSumsFloats = kTileRunPairs * (kTileItemRows / 16) * 2 * 256;
-// (fp8 tasks on tiles: kTileSumsFloats)
-inline int64_t gemm_scratch_floats(int64_t k) {
-    return std::max<int64_t>(24 * k + k / 2 + k / 32 + kActRowChunk * 16, kTileSumsFloats) + 256;
+// The AVX-512 fp8 GEMM of many rows on vdpbf16ps (avx512/gemm_quant_avx512.cpp, run_panel): a pair's decoded
+// chunk of kFp8PanelBlocks blocks (32 vectors a block) and the accumulators of up to kActRowChunk rows x 2 groups,
+// past everything else in the scratch (the AMX fp8 kernel hands it pairs while its sums wait there).
+inline constexpr int64_t kFp8PanelBlocks = 8;
+inline constexpr int64_t kFp8PanelFloats = kFp8PanelBlocks * 32 * 16 + kActRowChunk * 2 * 16;
+inline int64_t fp8_panel_offset(int64_t k) {
+    return (std::max<int64_t>(24 * k + k / 2 + k / 32 + kActRowChunk * 16, kTileSumsFloats) + 15) / 16 * 16;
 }
+// (fp8 tasks on tiles: kTileSumsFloats; on vdpbf16ps: the panel)
+inline int64_t gemm_scratch_floats(int64_t k) { return fp8_panel_offset(k) + kFp8PanelFloats + 256; }
 // The bf16 elements of IsaOps::fp8_tile_acts / fp4_tile_acts' output for n rows of k columns: whole tiles of 16
 // rows, each block of 32 columns of a tile's rows together (avx512/block_decode.h, tile_acts_at).
 inline int64_t tile_acts_elems(int64_t n, int64_t k) { return (n + 15) / 16 * 16 * k; }

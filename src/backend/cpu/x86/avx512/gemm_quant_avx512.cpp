@@ -184,6 +184,115 @@ void stream_rows(const QuantGemmTask& t, const Chunks& chunks, const Scales& sca
     }
 }
 
+// ---- fp8, many activation rows: each pair's codes decoded once per chunk of k, then every row over them ----
+// The streaming kernel decodes a pair once per 8 activation rows; with its lookup decode that left the
+// vdpbf16ps pipes ~70% busy at n = 16-256 (Zen 5, in cache). From kPanelMinRows rows, k is cut in chunks of
+// kFp8PanelBlocks blocks: the pair's chunk is decoded once into the scratch (16 KB, L1) and every 8-row block
+// of activations multiplies it, the accumulators waiting in the scratch between chunks. Each output's sum keeps
+// the streaming kernel's order (one chain over the block's 16 column pairs, one FMA per block, blocks in
+// order), so the bits are the same whatever the row count (row invariance).
+constexpr int64_t kPanelMinRows = 32;
+
+// R (<= 8) activation rows from i0 against the G groups of the panel (vectors [kb - kb0][16 column pairs][2
+// groups]) over blocks [kb0, kb1): 2 R chains side by side (Zen 5 keeps ~12 vdpbf16ps in flight; 8 chains
+// left a third of that idle), so the accumulators wait in acc_mem ([n][2][16] floats) from block to block.
+template <int R, int G, class Scales>
+inline void panel_rows(const QuantGemmTask& t, const __m512i* panel, int64_t g0, int64_t kb0, int64_t kb1, int64_t i0,
+                       float* acc_mem, const Scales& scale_of) {
+    const int64_t kb_count = t.k / 32, a_stride = t.k / 2;
+    const auto* acts = static_cast<const uint32_t*>(t.acts) + i0 * a_stride;
+    const float* sa = t.act_scales + i0 * kb_count;
+    float* am = acc_mem + i0 * 32;
+    for (int64_t kb = kb0; kb < kb1; ++kb) {
+        __m512 p[G][R];
+#pragma GCC unroll 2
+        for (int g = 0; g < G; ++g)
+#pragma GCC unroll 8
+            for (int r = 0; r < R; ++r) p[g][r] = _mm512_setzero_ps();
+        // one register per row plus constant offsets (the barriers keep GCC from a pointer per offset, which spill)
+        const __m512i* pv = panel + (kb - kb0) * 32;
+        const uint32_t* ar[R];
+#pragma GCC unroll 8
+        for (int r = 0; r < R; ++r) {
+            ar[r] = acts + r * a_stride + kb * 16;
+            __asm__("" : "+r"(ar[r]));
+        }
+        __asm__("" : "+r"(pv));
+#pragma GCC unroll 16
+        for (int tp = 0; tp < 16; ++tp) {
+            __m512i v[G];
+#pragma GCC unroll 2
+            for (int g = 0; g < G; ++g) v[g] = _mm512_load_si512(pv + tp * 2 + g);
+#pragma GCC unroll 8
+            for (int r = 0; r < R; ++r) {
+                // the pair broadcast once into a register for both groups: on Zen 5 (scratch loop of this body, 16
+                // chains from L1) 449-467 GFLOP/s against 336-359 with each vdpbf16ps broadcasting from memory
+                __m512i pair = _mm512_set1_epi32(static_cast<int>(ar[r][tp]));
+                __asm__("" : "+v"(pair));  // (else GCC folds it back into the memory operands)
+#pragma GCC unroll 2
+                for (int g = 0; g < G; ++g) p[g][r] = _mm512_dpbf16_ps(p[g][r], (__m512bh)v[g], (__m512bh)pair);
+            }
+        }
+#pragma GCC unroll 2
+        for (int g = 0; g < G; ++g) {
+            const __m512 sw = scale_of(g0 + g, kb);
+#pragma GCC unroll 8
+            for (int r = 0; r < R; ++r) {
+                float* slot = am + r * 32 + g * 16;
+                const __m512 acc = kb == 0 ? _mm512_setzero_ps() : _mm512_load_ps(slot);
+                const __m512 scale = _mm512_mul_ps(sw, _mm512_set1_ps(sa[r * kb_count + kb]));
+                const __m512 sum = _mm512_fmadd_ps(p[g][r], scale, acc);
+                if (kb + 1 < kb_count) {
+                    _mm512_store_ps(slot, sum);
+                    continue;
+                }
+                const __mmask16 mask = lane_mask(t.rows - (g0 + g) * 16);
+                if (t.out_f32) store_row(t.out_f32 + (i0 + r) * t.ldo + (g0 + g) * 16, mask, sum);
+                else store_row(t.out + (i0 + r) * t.ldo + (g0 + g) * 16, mask, sum);
+            }
+        }
+    }
+}
+
+// Pair by pair, chunk by chunk of k: decode the chunk (lookups), then every block of 8 activation rows over it.
+template <class Chunks, class Scales>
+void run_panel(const QuantGemmTask& t, const Chunks& chunks, const Scales& scale_of) {
+    static_assert(Chunks::kChunks * Chunks::kVectors == 16, "16 column pairs a block");
+    const int64_t kb_count = t.k / 32;
+    float* base = t.scratch + fp8_panel_offset(t.k);
+    auto* panel = reinterpret_cast<__m512i*>(base);  // [kFp8PanelBlocks][16][2]
+    float* acc_mem = base + kFp8PanelBlocks * 32 * 16;  // [n][2][16]
+    for (int64_t g0 = 0; g0 < t.groups; g0 += 2) {
+        const int G = g0 + 2 <= t.groups ? 2 : 1;
+        const uint8_t* codes =
+            t.codes + packed_group(g0, t.groups, kb_count, Chunks::kBlockBytes, kPackedChunkBytes).offset;
+        const int64_t piece_stride = G * kPackedChunkBytes, block_stride = G * Chunks::kBlockBytes;
+        for (int64_t kb0 = 0; kb0 < kb_count; kb0 += kFp8PanelBlocks) {
+            const int64_t kb1 = kb0 + kFp8PanelBlocks < kb_count ? kb0 + kFp8PanelBlocks : kb_count;
+            for (int64_t kb = kb0; kb < kb1; ++kb)
+                for (int ch = 0; ch < Chunks::kChunks; ++ch)
+                    for (int g = 0; g < G; ++g) {
+                        const uint8_t* chunk = codes + kb * block_stride + ch * piece_stride + g * kPackedChunkBytes;
+                        __m512i v[Chunks::kVectors];
+                        chunks.decode(chunk, v);
+                        prefetch_ahead<Chunks::template kPrefetch<8>>(chunk, v[0]);
+#pragma GCC unroll 4
+                        for (int q = 0; q < Chunks::kVectors; ++q)
+                            _mm512_store_si512(panel + ((kb - kb0) * 16 + Chunks::kVectors * ch + q) * 2 + g, v[q]);
+                    }
+            for (int64_t i0 = 0; i0 < t.n; i0 += 8) {
+                const int64_t n = t.n - i0 < 8 ? t.n - i0 : 8;
+                [&]<int... i>(std::integer_sequence<int, i...>) {
+                    ((n == i + 1 ? (G == 2 ? panel_rows<i + 1, 2>(t, panel, g0, kb0, kb1, i0, acc_mem, scale_of)
+                                           : panel_rows<i + 1, 1>(t, panel, g0, kb0, kb1, i0, acc_mem, scale_of))
+                                 : void()),
+                     ...);
+                }(std::make_integer_sequence<int, 8>{});
+            }
+        }
+    }
+}
+
 // Every row count runs the streaming kernel, in blocks of up to 8 activation rows per pass over a pair: the
 // pair (<= 160 KB at k = 5 k) stays in L2 for the next block, so the weight is read from memory once. In
 // cache that ran n = 9-64 at 73-82% of the bf16-dot peak, against 52-75% for the L2 panel it replaced (the
@@ -453,7 +562,8 @@ void gemm_fp8_vdpbf16ps(const QuantGemmTask& t) {
             chunks.flags = t.block_flags;
             chunks.scaled = static_cast<const uint32_t*>(t.bits_acts);
         }
-        run(t, chunks, scales);
+        if (t.n >= kPanelMinRows) run_panel(t, chunks, scales);
+        else run(t, chunks, scales);
     };
     if (zmm_half_rate()) go(Fp8Chunks<true>{});
     else go(Fp8Chunks<false>{});
