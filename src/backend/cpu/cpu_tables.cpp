@@ -32,7 +32,7 @@ const IsaOps& avx512_ops() {
                                avx512::hc_expand_rows, avx512::order_keys, avx512::select_entries,
                                avx512::gather_fp8_rows,
                                // the MXFP4 GEMM reads the planes of AVX2's integer rows (gemm_quant_avx512.cpp)
-                               avx2::plane_row_bytes, avx2::prep_plane_row, avx512::fp8_bits_acts,
+                               avx512::fp4_row_bytes, avx2::prep_plane_row, avx512::fp8_bits_acts,
                                avx512::gemm_f32_bf16w_tiles, avx512::fp8_tile_acts,
                                avx512::fp4_tile_acts,       avx512::tile_loop,
                                avx512::fp8_tile_item_rows};

@@ -186,12 +186,11 @@ void stream_rows(const QuantGemmTask& t, const Chunks& chunks, const Scales& sca
 
 // ---- fp8, many activation rows: each pair's codes decoded once per chunk of k, then every row over them ----
 // The streaming kernel decodes a pair once per 8 activation rows; with its lookup decode that left the
-// vdpbf16ps pipes ~70% busy at n = 16-256 (Zen 5, in cache). From kPanelMinRows rows, k is cut in chunks of
+// vdpbf16ps pipes ~70% busy at n = 16-256 (Zen 5, in cache). From kQuantPanelMinRows rows, k is cut in chunks of
 // kFp8PanelBlocks blocks: the pair's chunk is decoded once into the scratch (16 KB, L1) and every 8-row block
 // of activations multiplies it, the accumulators waiting in the scratch between chunks. Each output's sum keeps
 // the streaming kernel's order (one chain over the block's 16 column pairs, one FMA per block, blocks in
 // order), so the bits are the same whatever the row count (row invariance).
-constexpr int64_t kPanelMinRows = 32;
 
 // R (<= 8) activation rows from i0 against the G groups of the panel (vectors [kb - kb0][16 column pairs][2
 // groups]) over blocks [kb0, kb1): 2 R chains side by side (Zen 5 keeps ~12 vdpbf16ps in flight; 8 chains
@@ -562,7 +561,7 @@ void gemm_fp8_vdpbf16ps(const QuantGemmTask& t) {
             chunks.flags = t.block_flags;
             chunks.scaled = static_cast<const uint32_t*>(t.bits_acts);
         }
-        if (t.n >= kPanelMinRows) run_panel(t, chunks, scales);
+        if (t.n >= kQuantPanelMinRows) run_panel(t, chunks, scales);
         else run(t, chunks, scales);
     };
     if (zmm_half_rate()) go(Fp8Chunks<true>{});
@@ -612,6 +611,11 @@ void gemm_fp4(const QuantGemmTask& t) {
         else gemm_fp4_amx(t);
         return;
     }
+    if (t.n >= kQuantPanelMinRows) {
+        if (t.plain_scales) run_panel(t, Fp4Chunks<false>{}, plain);
+        else run_panel(t, Fp4Chunks<false>{}, any);
+        return;
+    }
     if (t.fp4_row) {
         if (t.plain_scales) gemm_int<true>(t);
         else gemm_int<false>(t);
@@ -624,6 +628,10 @@ void gemm_fp4(const QuantGemmTask& t) {
         if (t.plain_scales) run(t, Fp4Chunks<false>{}, plain);
         else run(t, Fp4Chunks<false>{}, any);
     }
+}
+
+int64_t fp4_row_bytes(int64_t k, int64_t n) {
+    return n >= kQuantPanelMinRows && !amx_enabled() ? 0 : avx2::plane_row_bytes(k, n);
 }
 
 void decode_acts(const uint8_t* codes, const uint8_t* scales, int64_t n, int64_t k, void* values, float* act_scales) {
