@@ -30,11 +30,13 @@ inline constexpr int64_t kBf16TilePassGroups = 4, kBf16TilesMinRows = 64;
 // the item's activations staying in L2 across more pairs).
 inline constexpr int64_t kTileItemRows = 256, kTileRunPairs = 8;
 inline constexpr int64_t kTileSumsFloats = kTileRunPairs * (kTileItemRows / 16) * 2 * 256;
-// The AVX-512 fp8 / MXFP4 GEMMs of kQuantPanelMinRows+ rows on vdpbf16ps (avx512/gemm_quant_avx512.cpp,
+// The AVX-512 fp8 / MXFP4 GEMMs of many rows on vdpbf16ps (avx512/gemm_quant_avx512.cpp,
 // run_panel): a pair's decoded chunk of kFp8PanelBlocks blocks (32 vectors a block) and the accumulators of up to
 // kActRowChunk rows x 2 groups, past everything else in the scratch (the AMX fp8 kernel hands it pairs while its
 // sums wait there).
-inline constexpr int64_t kFp8PanelBlocks = 8, kQuantPanelMinRows = 32;
+// From how many rows: fp8 32 (at 16-24 rows the streaming kernel was faster in cache on Zen 5), MXFP4 16 (the
+// streaming integer kernel was 15-35% slower there at 16-24 rows).
+inline constexpr int64_t kFp8PanelBlocks = 8, kFp8PanelMinRows = 32, kFp4PanelMinRows = 16;
 inline constexpr int64_t kFp8PanelFloats = kFp8PanelBlocks * 32 * 16 + kActRowChunk * 2 * 16;
 inline int64_t fp8_panel_offset(int64_t k) {
     return (std::max<int64_t>(24 * k + k / 2 + k / 32 + kActRowChunk * 16, kTileSumsFloats) + 15) / 16 * 16;
@@ -311,7 +313,7 @@ int64_t fp8_tile_item_rows();  // gemm_fp8_amx.cpp
 bool fp4_tile_acts(const void* acts, const float* act_scales, int64_t n, int64_t k, void* out,
                    int32_t* row_shift);  // gemm_fp4_amx_sums.cpp
 float tile_loop(int64_t iters);  // probe_amx.cpp
-// The integer MXFP4 rows the AVX-512 GEMM of n rows reads: AVX2's planes, except from kQuantPanelMinRows rows
+// The integer MXFP4 rows the AVX-512 GEMM of n rows reads: AVX2's planes, except from kFp4PanelMinRows rows
 // without AMX, where it decodes each pair once per chunk of k for all rows (gemm_quant_avx512.cpp, run_panel).
 int64_t fp4_row_bytes(int64_t k, int64_t n);
 // Whether tdpbf16ps adds its products to C with one rounding, checked once per process on crafted products

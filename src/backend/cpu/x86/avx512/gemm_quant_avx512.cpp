@@ -184,13 +184,16 @@ void stream_rows(const QuantGemmTask& t, const Chunks& chunks, const Scales& sca
     }
 }
 
-// ---- fp8, many activation rows: each pair's codes decoded once per chunk of k, then every row over them ----
-// The streaming kernel decodes a pair once per 8 activation rows; with its lookup decode that left the
-// vdpbf16ps pipes ~70% busy at n = 16-256 (Zen 5, in cache). From kQuantPanelMinRows rows, k is cut in chunks of
-// kFp8PanelBlocks blocks: the pair's chunk is decoded once into the scratch (16 KB, L1) and every 8-row block
-// of activations multiplies it, the accumulators waiting in the scratch between chunks. Each output's sum keeps
-// the streaming kernel's order (one chain over the block's 16 column pairs, one FMA per block, blocks in
-// order), so the bits are the same whatever the row count (row invariance).
+// ---- many activation rows, no AMX: each pair's codes decoded once per chunk of k, then every row over them ----
+// The streaming kernel decodes a pair once per 8 activation rows (fp8; MXFP4's integer kernel once per 4, after
+// preparing every row's integer form); that left the vdpbf16ps pipes 55-70% busy at n = 16-256 (Zen 5, in
+// cache). From kFp8PanelMinRows / kFp4PanelMinRows rows, k is cut in chunks of kFp8PanelBlocks blocks: the
+// pair's chunk is decoded once into the scratch (16 KB, L1; MXFP4 by the bf16 decode) and every 8-row block of
+// activations multiplies it, the accumulators waiting in the scratch. Each output's sum keeps the streaming
+// kernel's order (one chain over the block's 16 column pairs -- fp4_block_chain's for MXFP4, whose integer
+// kernel gives the same bits -- one FMA per block, blocks in order): the same bits whatever the row count
+// (row invariance). Zen 5, one thread in cache: fp8 n = 64-256 270-318 -> 339-355 GFLOP/s, MXFP4 n = 32-256
+// 247-261 -> 373-395.
 
 // R (<= 8) activation rows from i0 against the G groups of the panel (vectors [kb - kb0][16 column pairs][2
 // groups]) over blocks [kb0, kb1): 2 R chains side by side (Zen 5 keeps ~12 vdpbf16ps in flight; 8 chains
@@ -561,7 +564,7 @@ void gemm_fp8_vdpbf16ps(const QuantGemmTask& t) {
             chunks.flags = t.block_flags;
             chunks.scaled = static_cast<const uint32_t*>(t.bits_acts);
         }
-        if (t.n >= kQuantPanelMinRows) run_panel(t, chunks, scales);
+        if (t.n >= kFp8PanelMinRows) run_panel(t, chunks, scales);
         else run(t, chunks, scales);
     };
     if (zmm_half_rate()) go(Fp8Chunks<true>{});
@@ -611,7 +614,7 @@ void gemm_fp4(const QuantGemmTask& t) {
         else gemm_fp4_amx(t);
         return;
     }
-    if (t.n >= kQuantPanelMinRows) {
+    if (t.n >= kFp4PanelMinRows) {
         if (t.plain_scales) run_panel(t, Fp4Chunks<false>{}, plain);
         else run_panel(t, Fp4Chunks<false>{}, any);
         return;
@@ -631,7 +634,7 @@ void gemm_fp4(const QuantGemmTask& t) {
 }
 
 int64_t fp4_row_bytes(int64_t k, int64_t n) {
-    return n >= kQuantPanelMinRows && !amx_enabled() ? 0 : avx2::plane_row_bytes(k, n);
+    return n >= kFp4PanelMinRows && !amx_enabled() ? 0 : avx2::plane_row_bytes(k, n);
 }
 
 void decode_acts(const uint8_t* codes, const uint8_t* scales, int64_t n, int64_t k, void* values, float* act_scales) {
