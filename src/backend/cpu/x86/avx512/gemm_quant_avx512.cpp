@@ -256,7 +256,8 @@ inline void panel_rows(const QuantGemmTask& t, const __m512i* panel, int64_t g0,
     }
 }
 
-// Pair by pair, chunk by chunk of k: decode the chunk (lookups), then every block of 8 activation rows over it.
+// Pair by pair, chunk by chunk of k: decode the chunk (fp8: the lookup decode), then every block of 8 activation
+// rows over it. (Zen 4 takes it too, unmeasured there.)
 template <class Chunks, class Scales>
 void run_panel(const QuantGemmTask& t, const Chunks& chunks, const Scales& scale_of) {
     static_assert(Chunks::kChunks * Chunks::kVectors == 16, "16 column pairs a block");
