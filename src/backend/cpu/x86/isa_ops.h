@@ -35,7 +35,7 @@ inline constexpr int64_t kTileSumsFloats = kTileRunPairs * (kTileItemRows / 16) 
 // kActRowChunk rows x 2 groups, past everything else in the scratch (the AMX fp8 kernel hands it pairs while its
 // sums wait there).
 // From how many rows: fp8 32 (at 16-24 rows the streaming kernel was faster in cache on Zen 5), MXFP4 16 (the
-// streaming integer kernel was 15-35% slower there at 16-24 rows).
+// integer kernel was 15-35% slower there at 16-24 rows; at 5-12 the panel won in cache but lost streamed).
 inline constexpr int64_t kFp8PanelBlocks = 8, kFp8PanelMinRows = 32, kFp4PanelMinRows = 16;
 inline constexpr int64_t kFp8PanelFloats = kFp8PanelBlocks * 32 * 16 + kActRowChunk * 2 * 16;
 inline int64_t fp8_panel_offset(int64_t k) {
