@@ -31,18 +31,18 @@ inline constexpr int64_t kBf16TilePassGroups = 4, kBf16TilesMinRows = 64;
 inline constexpr int64_t kTileItemRows = 256, kTileRunPairs = 8;
 inline constexpr int64_t kTileSumsFloats = kTileRunPairs * (kTileItemRows / 16) * 2 * 256;
 // The AVX-512 fp8 / MXFP4 GEMMs of many rows on vdpbf16ps (avx512/gemm_quant_avx512.cpp,
-// run_panel): a pair's decoded chunk of kFp8PanelBlocks blocks (32 vectors a block) and the accumulators of up to
+// run_panel): a pair's decoded chunk of kQuantPanelBlocks blocks (32 vectors a block) and the accumulators of up to
 // kActRowChunk rows x 2 groups, past everything else in the scratch (the AMX fp8 kernel hands it pairs while its
 // sums wait there).
 // From how many rows: fp8 32 (at 16-24 rows the streaming kernel was faster in cache on Zen 5), MXFP4 16 (the
 // integer kernel was 15-35% slower there at 16-24 rows; at 5-12 the panel won in cache but lost streamed).
-inline constexpr int64_t kFp8PanelBlocks = 8, kFp8PanelMinRows = 32, kFp4PanelMinRows = 16;
-inline constexpr int64_t kFp8PanelFloats = kFp8PanelBlocks * 32 * 16 + kActRowChunk * 2 * 16;
-inline int64_t fp8_panel_offset(int64_t k) {
+inline constexpr int64_t kQuantPanelBlocks = 8, kFp8PanelMinRows = 32, kFp4PanelMinRows = 16;
+inline constexpr int64_t kQuantPanelFloats = kQuantPanelBlocks * 32 * 16 + kActRowChunk * 2 * 16;
+inline int64_t quant_panel_offset(int64_t k) {
     return (std::max<int64_t>(24 * k + k / 2 + k / 32 + kActRowChunk * 16, kTileSumsFloats) + 15) / 16 * 16;
 }
 // (fp8 tasks on tiles: kTileSumsFloats; on vdpbf16ps: the panel)
-inline int64_t gemm_scratch_floats(int64_t k) { return fp8_panel_offset(k) + kFp8PanelFloats + 256; }
+inline int64_t gemm_scratch_floats(int64_t k) { return quant_panel_offset(k) + kQuantPanelFloats + 256; }
 // The bf16 elements of IsaOps::fp8_tile_acts / fp4_tile_acts' output for n rows of k columns: whole tiles of 16
 // rows, each block of 32 columns of a tile's rows together (avx512/block_decode.h, tile_acts_at).
 inline int64_t tile_acts_elems(int64_t n, int64_t k) { return (n + 15) / 16 * 16 * k; }

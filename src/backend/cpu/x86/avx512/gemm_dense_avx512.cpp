@@ -44,11 +44,7 @@ struct Bf16Step {
     static __m512i load_x(const void* x, int64_t col, int64_t k) {
         return _mm512_maskz_loadu_epi16(mask(col, k), static_cast<const uint16_t*>(x) + col);
     }
-    static __m512 madd(__m512 acc, const void* w, __m512i x, int64_t col, int64_t k) {
-        const __m512i wv = _mm512_maskz_loadu_epi16(mask(col, k), static_cast<const uint16_t*>(w) + col);
-        return _mm512_dpbf16_ps(acc, (__m512bh)wv, (__m512bh)x);
-    }
-    // all kCols columns from col; w_at: the weight row at column col
+    // all kCols columns from col (the _full forms) or those below k; w_at: the weight row at column col
     static __m512i load_x_full(const void* x, int64_t col) {
         return _mm512_loadu_si512(static_cast<const uint16_t*>(x) + col);
     }
@@ -74,9 +70,6 @@ struct F32Step {
     static __m512i load_x(const void* x, int64_t col, int64_t k) {
         return _mm512_castps_si512(_mm512_maskz_loadu_ps(lane_mask(k - col), static_cast<const float*>(x) + col));
     }
-    static __m512 madd(__m512 acc, const void* w, __m512i x, int64_t col, int64_t k) {
-        return _mm512_fmadd_ps(W::load16(w, col, lane_mask(k - col)), _mm512_castsi512_ps(x), acc);
-    }
     static __m512i load_x_full(const void* x, int64_t col) {
         return _mm512_castps_si512(_mm512_loadu_ps(static_cast<const float*>(x) + col));
     }
@@ -97,6 +90,20 @@ struct F32Step {
 // L1 (1-4 KB) it was 2-15% slower at every n. (8 KB, as the AVX2 kernels use, measured the same as 4 KB.)
 constexpr int64_t kStreamAheadBytes = 8192;
 
+// One column step from col of RW weight rows (w_at(r): row r at column col) against RA activation rows (x_stride
+// bytes apart), the columns past k masked off: the GEMV's steps and the chunked path's tail.
+template <class Step, int RW, int RA, class WAt>
+inline void masked_step(__m512 (&acc)[RW][RA], const uint8_t* x, int64_t x_stride, int64_t col, int64_t k,
+                        const WAt& w_at) {
+    __m512i xv[RA];
+#pragma GCC unroll 16
+    for (int a = 0; a < RA; ++a) xv[a] = Step::load_x(x + a * x_stride, col, k);
+#pragma GCC unroll 16
+    for (int r = 0; r < RW; ++r)
+#pragma GCC unroll 16
+        for (int a = 0; a < RA; ++a) acc[r][a] = Step::madd_at(acc[r][a], w_at(r), xv[a], col, k);
+}
+
 // RW weight rows (pointers) against RA activation rows (x_stride bytes apart): res[r][a].
 template <class Step, int RW, int RA>
 inline void gemv_tile(const void* const* w, const uint8_t* x, int64_t x_stride, int64_t k, float (&res)[4][4],
@@ -115,13 +122,7 @@ inline void gemv_tile(const void* const* w, const uint8_t* x, int64_t x_stride, 
             for (int r = 0; r < RW; ++r)
                 _mm_prefetch(static_cast<const char*>(w[r]) + col * 2 + kStreamAheadBytes, _MM_HINT_T1);
         }
-        __m512i xv[RA];
-#pragma GCC unroll 16
-        for (int a = 0; a < RA; ++a) xv[a] = Step::load_x(x + a * x_stride, col, k);
-#pragma GCC unroll 16
-        for (int r = 0; r < RW; ++r)
-#pragma GCC unroll 16
-            for (int a = 0; a < RA; ++a) acc[r][a] = Step::madd(acc[r][a], w[r], xv[a], col, k);
+        masked_step<Step>(acc, x, x_stride, col, k, [&](int r) { return static_cast<const uint16_t*>(w[r]) + col; });
     }
 #pragma GCC unroll 16
     for (int r = 0; r < RW; ++r)
@@ -206,16 +207,8 @@ inline void tile_chunk(const uint16_t* wp, const uint8_t* x, int64_t x_stride, i
             for (int a = 0; a < RA; ++a)
                 acc[r][a] = Step::madd_full(acc[r][a], wp + r * kChunkCols + (col - c0), xv[a]);
     }
-    if (col < c1) {  // k's tail (the last chunk only)
-        __m512i xv[RA];
-#pragma GCC unroll 16
-        for (int a = 0; a < RA; ++a) xv[a] = Step::load_x(x + a * x_stride, col, k);
-#pragma GCC unroll 16
-        for (int r = 0; r < RW; ++r)
-#pragma GCC unroll 16
-            for (int a = 0; a < RA; ++a)
-                acc[r][a] = Step::madd_at(acc[r][a], wp + r * kChunkCols + (col - c0), xv[a], col, k);
-    }
+    if (col < c1)  // k's tail (the last chunk only)
+        masked_step<Step>(acc, x, x_stride, col, k, [&](int r) { return wp + r * kChunkCols + (col - c0); });
     if (c1 < k) {
 #pragma GCC unroll 16
         for (int r = 0; r < RW; ++r)

@@ -187,7 +187,7 @@ void stream_rows(const QuantGemmTask& t, const Chunks& chunks, const Scales& sca
 // ---- many activation rows, no AMX: each pair's codes decoded once per chunk of k, then every row over them ----
 // The streaming kernel decodes a pair once per 8 activation rows (fp8; MXFP4's integer kernel once per 4, after
 // preparing every row's integer form); that left the vdpbf16ps pipes 55-70% busy at n = 16-256 (Zen 5, in
-// cache). From kFp8PanelMinRows / kFp4PanelMinRows rows, k is cut in chunks of kFp8PanelBlocks blocks: the
+// cache). From kFp8PanelMinRows / kFp4PanelMinRows rows, k is cut in chunks of kQuantPanelBlocks blocks: the
 // pair's chunk is decoded once into the scratch (16 KB, L1; MXFP4 by the bf16 decode) and every 8-row block of
 // activations multiplies it, the accumulators waiting in the scratch. Each output's sum keeps the streaming
 // kernel's order (one chain over the block's 16 column pairs -- fp4_block_chain's for MXFP4, whose integer
@@ -262,16 +262,16 @@ template <class Chunks, class Scales>
 void run_panel(const QuantGemmTask& t, const Chunks& chunks, const Scales& scale_of) {
     static_assert(Chunks::kChunks * Chunks::kVectors == 16, "16 column pairs a block");
     const int64_t kb_count = t.k / 32;
-    float* base = t.scratch + fp8_panel_offset(t.k);
-    auto* panel = reinterpret_cast<__m512i*>(base);  // [kFp8PanelBlocks][16][2]
-    float* acc_mem = base + kFp8PanelBlocks * 32 * 16;  // [n][2][16]
+    float* base = t.scratch + quant_panel_offset(t.k);
+    auto* panel = reinterpret_cast<__m512i*>(base);  // [kQuantPanelBlocks][16][2]
+    float* acc_mem = base + kQuantPanelBlocks * 32 * 16;  // [n][2][16]
     for (int64_t g0 = 0; g0 < t.groups; g0 += 2) {
         const int G = g0 + 2 <= t.groups ? 2 : 1;
         const uint8_t* codes =
             t.codes + packed_group(g0, t.groups, kb_count, Chunks::kBlockBytes, kPackedChunkBytes).offset;
         const int64_t piece_stride = G * kPackedChunkBytes, block_stride = G * Chunks::kBlockBytes;
-        for (int64_t kb0 = 0; kb0 < kb_count; kb0 += kFp8PanelBlocks) {
-            const int64_t kb1 = kb0 + kFp8PanelBlocks < kb_count ? kb0 + kFp8PanelBlocks : kb_count;
+        for (int64_t kb0 = 0; kb0 < kb_count; kb0 += kQuantPanelBlocks) {
+            const int64_t kb1 = kb0 + kQuantPanelBlocks < kb_count ? kb0 + kQuantPanelBlocks : kb_count;
             for (int64_t kb = kb0; kb < kb1; ++kb)
                 for (int ch = 0; ch < Chunks::kChunks; ++ch)
                     for (int g = 0; g < G; ++g) {
