@@ -318,10 +318,10 @@ void add_bf16(std::vector<Bench>& out, const std::string& name, int64_t rows, in
             w[i] = static_cast<uint16_t>(0x3c00 + (x & 0x7ff)) | static_cast<uint16_t>((x >> 20) & 0x8000);
         }
     }
-    // gemm_f32_bf16w reads the table's prepared layout where it has one (AMX tiles), as the model's head does:
-    // then the copies are of that layout (the same bytes per call).
+    // Both read the table's prepared layout where it has one (AMX tiles), as the model's bf16 weights do: then the
+    // copies are of that layout (the same bytes per call).
     backend::PackedWeight packed;
-    if (f32 && k.prepare_bf16) k.prepare_bf16({first.as<bf16>(), rows, cols}, &packed, pool);
+    if (k.prepare_bf16) k.prepare_bf16({first.as<bf16>(), rows, cols}, &packed, pool);
     const bool prepared = packed.layout != backend::PackedLayout::kNone;
     auto packs = std::make_shared<std::vector<backend::PackedWeight>>(prepared ? b.copies : 0);
     std::vector<backend::Bf16Matrix> mats;
@@ -348,7 +348,7 @@ void add_bf16(std::vector<Bench>& out, const std::string& name, int64_t rows, in
             k.gemm_f32_bf16w(in.xf.data(), n, mats[c], static_cast<float*>(y), mats[c].rows, pool);
         };
     else
-        b.run = [&k, &pool, &in, y, mats](size_t c, int64_t n) {
+        b.run = [&k, &pool, &in, y, mats, packs](size_t c, int64_t n) {
             k.gemm_bf16(in.xb.data(), n, mats[c], static_cast<bf16*>(y), mats[c].rows, pool);
         };
     out.push_back(std::move(b));
@@ -708,8 +708,8 @@ int run_in_cache(const Options& o) {
         if (kind == 0) k.prepare_fp8(w8, &pw, one), w8.prepared = &pw;
         if (kind == 1) k.prepare_fp4(w4, &pw, one), w4.prepared = &pw;
         backend::Bf16Matrix wh{wb.data(), rows, cols};
-        if (kind == 3 && k.prepare_bf16) k.prepare_bf16(wh, &pw, one);
-        if (kind == 3 && pw.layout != backend::PackedLayout::kNone) wh.prepared = &pw;
+        if ((kind == 2 || kind == 3) && k.prepare_bf16) k.prepare_bf16(wh, &pw, one);
+        if ((kind == 2 || kind == 3) && pw.layout != backend::PackedLayout::kNone) wh.prepared = &pw;
         static const char* kNames[] = {"gemm_fp8", "gemm_fp4", "gemm_bf16", "gemm_f32_bf16w", "gemm_f32"};
         const double wbytes = kind == 0   ? rows * cols
                               : kind == 1 ? rows * cols / 2 + rows * cols / 32
@@ -721,7 +721,7 @@ int run_in_cache(const Options& o) {
                 switch (kind) {
                     case 0: k.gemm_fp8(a, w8, yb.data(), rows, one); break;
                     case 1: k.gemm_fp4(a, w4, yb.data(), rows, one); break;
-                    case 2: k.gemm_bf16(xb.data(), n, {wb.data(), rows, cols}, yb.data(), rows, one); break;
+                    case 2: k.gemm_bf16(xb.data(), n, wh, yb.data(), rows, one); break;
                     case 3: k.gemm_f32_bf16w(xf.data(), n, wh, yf.data(), rows, one); break;
                     default: k.gemm_f32(xf.data(), n, {wf.data(), rows, cols}, yf.data(), rows, one); break;
                 }

@@ -109,8 +109,9 @@ struct Kernels {
     // table has none (scalar). GEMMs on unprepared weights are correct but repack on the fly (slower).
     void (*prepare_fp8)(const Fp8Matrix& w, PackedWeight* out, ThreadPool& pool);
     void (*prepare_fp4)(const Fp4Matrix& w, PackedWeight* out, ThreadPool& pool);
-    // For gemm_f32_bf16w (the LM head): a layout only where the table has a kernel that reads it (AVX-512 with
-    // AMX: kBf16Tiles); else out->layout stays kNone and the weight is read as it is. Null in the reference.
+    // For gemm_f32_bf16w (the LM head) and gemm_bf16: a layout only where the table has kernels that read it
+    // (AVX-512 with AMX: kBf16Tiles, from kBf16TilesMinRows rows); else out->layout stays kNone and the weight is
+    // read as it is. Null in the reference.
     void (*prepare_bf16)(const Bf16Matrix& w, PackedWeight* out, ThreadPool& pool) = nullptr;
     // act_quant over rows of bf16 x [n, k] (k % 32 == 0): codes [n, k], scales [n, k/32].
     void (*act_quant)(const bf16* x, int64_t n, int64_t k, uint8_t* codes, uint8_t* scales, ThreadPool& pool);

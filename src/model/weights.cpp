@@ -244,20 +244,21 @@ void prepare_for_kernels(ModelWeights& w) {
             fp4(b.experts[e].w3);
         }
     }
-    // The fp32 x bf16 linears where the table reads a layout of its own (AMX tiles on AVX-512,
-    // backend/cpu/x86/avx512/gemm_head_amx.cpp; other tables read them as they are): the LM head (this rank's
-    // rows under TP), and the router and the ratio-2 compressor, which a prefill runs over every token
-    // (docs/PERFORMANCE.md, "Sixteenth session").
+    // The bf16 weights where the table reads a layout of its own (AMX tiles on AVX-512; other tables read them as
+    // they are). fp32 x bf16 (backend/cpu/x86/avx512/gemm_head_amx.cpp): the LM head (this rank's rows under TP), the
+    // router and the ratio-2 compressor, which a prefill runs over every token (docs/PERFORMANCE.md, "Sixteenth
+    // session"); bf16 x bf16: the ratio-1 compressor and the indexer's linears.
     auto bf16 = [&](Bf16Matrix& m) {
         if (k.prepare_bf16 && m.data) prepare(m, k.prepare_bf16);
     };
     bf16(w.head);
     for (BlockWeights& b : w.blocks) {
         bf16(b.gate);
-        if (b.compressor_wgate.data) {  // ratio 2 (ratio 1 runs wkv as a bf16 linear)
-            bf16(b.compressor_wkv);
-            bf16(b.compressor_wgate);
-        }
+        bf16(b.compressor_wkv);  // ratio 2: fp32 x bf16; ratio 1: a bf16 linear (gemm_bf16 reads the same tiles)
+        if (b.compressor_wgate.data) bf16(b.compressor_wgate);
+        // the bf16 linears (gemm_bf16 on tiles where the table has them, backend/cpu/x86/avx512/gemm_bf16_amx.cpp)
+        bf16(b.indexer_wk);
+        bf16(b.indexer_weights_proj);
     }
 }
 

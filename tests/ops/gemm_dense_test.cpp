@@ -30,10 +30,11 @@ const Shape kShapes[] = {{1, 1, 1, 0},    {1, 5, 31, 2},    {2, 17, 40, 0},  {3,
                          {7, 50, 64, 0},  {8, 16, 32, 3},   {9, 33, 96, 0},  {16, 100, 512, 0}, {64, 40, 128, 1},
                          {65, 20, 64, 0}, {70, 31, 100, 0}, {130, 17, 48, 0}, {135, 21, 1100, 1}};
 
-void run_bf16(const Shape& s, uint64_t seed) {
+// Prepared (`prepared`): each table's Kernels::prepare_bf16 layout, where it makes one (AMX tiles).
+void run_bf16(const Shape& s, uint64_t seed, bool prepared = false) {
     Inputs in(seed);
     std::vector<bf16> x = in.bf16s(s.n * s.k), w = in.bf16s(s.rows * s.k);
-    Bf16Matrix m{w.data(), s.rows, s.k};
+    const Bf16Matrix m{w.data(), s.rows, s.k};
     const int64_t ldo = s.rows + s.pad;
     ThreadPool ref_pool(2);
     Output2d<bf16> ref(s.n, s.rows, ldo);
@@ -43,7 +44,11 @@ void run_bf16(const Shape& s, uint64_t seed) {
             SCOPED_TRACE(std::string(isa_name(table->isa)) + " threads=" + std::to_string(threads) + " " + describe(s));
             ThreadPool pool(threads);
             Output2d<bf16> out(s.n, s.rows, ldo);
-            table->gemm_bf16(x.data(), s.n, m, out.data(), ldo, pool);
+            Bf16Matrix mt = m;
+            backend::PackedWeight pw;
+            if (prepared && table->prepare_bf16) table->prepare_bf16(m, &pw, pool);
+            if (pw.layout != backend::PackedLayout::kNone) mt.prepared = &pw;
+            table->gemm_bf16(x.data(), s.n, mt, out.data(), ldo, pool);
             EXPECT_EQ(out.integrity(), "");
             EXPECT_EQ(check_ulps(compare_bf16(ref.data(), ldo, out.data(), ldo, s.n, s.rows), UlpBudget{1, 0.002}), "");
         }
@@ -117,6 +122,19 @@ TEST(GemmBf16, ReleasedShapes) {
     run_bf16({3, 32, 5120, 0}, 2);
     run_bf16({5, 128, 512, 0}, 3);
     run_bf16({16, 512, 5120, 0}, 4);
+}
+
+// Prepared weights: gemm_bf16 on AMX tiles where the table has them (kBf16TilesMinRows rows and more, k % 32 == 0):
+// one row tile (n <= 16), a pair (n <= 32: its sums in the tiles over all of k), several pairs (k in chunks of
+// kBf16TileChunkBlocks blocks, with and without a last short chunk), items of kBf16TileItemRows rows and a last
+// short one, a lone last row group, rows past the last full group, output strides past rows, 1-3 threads.
+TEST(GemmBf16, PreparedShapes) {
+    uint64_t seed = 350;
+    for (const Shape& s : kShapes) run_bf16(s, seed++, true);
+    const Shape shapes[] = {{1, 64, 32, 0},    {5, 70, 96, 1},     {16, 96, 512, 0},  {17, 80, 256, 2},
+                            {32, 128, 320, 0}, {33, 112, 288, 1},  {64, 64, 2048, 0}, {100, 100, 416, 3},
+                            {256, 96, 256, 0}, {300, 144, 320, 1}, {520, 64, 96, 0},  {16, 512, 5120, 0}};
+    for (const Shape& s : shapes) run_bf16(s, seed++, true);
 }
 
 TEST(GemmF32Bf16w, Shapes) {

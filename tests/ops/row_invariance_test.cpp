@@ -302,6 +302,16 @@ TEST(RowInvariance, DenseGemms) {
                                     ThreadPool pool(th);
                                     t.gemm_bf16(xb.data() + s * k, n, Bf16Matrix{wb.data(), rows, k}, out, rows, pool);
                                 });
+            // prepared by each table (AVX-512 with AMX: gemm_bf16 on tiles, for every n)
+            check_windows<bf16>("gemm_bf16 prepared " + shape, rows,
+                                [&](const Kernels& t, int64_t s, int64_t n, int th, bf16* out) {
+                                    ThreadPool pool(th);
+                                    Bf16Matrix m{wb.data(), rows, k};
+                                    backend::PackedWeight pw;
+                                    if (t.prepare_bf16) t.prepare_bf16(m, &pw, pool);
+                                    if (pw.layout != backend::PackedLayout::kNone) m.prepared = &pw;
+                                    t.gemm_bf16(xb.data() + s * k, n, m, out, rows, pool);
+                                });
             check_windows<float>("gemm_f32_bf16w " + shape, rows,
                                  [&](const Kernels& t, int64_t s, int64_t n, int th, float* out) {
                                      ThreadPool pool(th);
@@ -324,6 +334,28 @@ TEST(RowInvariance, DenseGemms) {
                                      t.gemm_f32(xf.data() + s * k, n, F32Matrix{wf.data(), rows, k}, out, rows, pool);
                                  });
         }
+}
+
+// gemm_bf16 on AMX tiles past one work item (kBf16TileItemRows rows): rows of the second item, and rows alone, give
+// the bits they give in the whole batch.
+TEST(RowInvariance, GemmBf16PreparedItems) {
+    constexpr int64_t n = 300, rows = 80, k = 288;
+    Inputs in(77);
+    const std::vector<bf16> x = in.bf16s(n * k), w = in.bf16s(rows * k);
+    for (const Kernels* table : all_tables()) {
+        ThreadPool pool(2);
+        Bf16Matrix m{w.data(), rows, k};
+        backend::PackedWeight pw;
+        if (table->prepare_bf16) table->prepare_bf16(m, &pw, pool);
+        if (pw.layout != backend::PackedLayout::kNone) m.prepared = &pw;
+        std::vector<bf16> whole(n * rows);
+        table->gemm_bf16(x.data(), n, m, whole.data(), rows, pool);
+        for (auto [start, count] : {std::pair<int64_t, int64_t>{255, 3}, {240, 60}, {299, 1}, {0, 1}, {256, 33}}) {
+            std::vector<bf16> part(count * rows);
+            table->gemm_bf16(x.data() + start * k, count, m, part.data(), rows, pool);
+            expect_rows_equal(whole, part, start, count, rows, fmt::format("gemm_bf16 {}", isa_name(table->isa)));
+        }
+    }
 }
 
 // Queries are the rows; each query's top-k list names the same keys whatever the batch.

@@ -410,7 +410,31 @@ void gemm_dense(void (*run)(const DenseGemmTask&), const void* x, int64_t n, int
 
 void gemm_bf16(const IsaOps& ops, const bf16* x, int64_t n, const Bf16Matrix& w, bf16* out, int64_t ldo,
                ThreadPool& pool) {
-    gemm_dense(ops.gemm_bf16, x, n, w.cols, w.data, w.rows, 2, out, 2, ldo, pool);
+    const PackedWeight* pw = w.prepared;
+    if (!pw || pw->layout != PackedLayout::kBf16Tiles || !ops.gemm_bf16_tiles || !ops.bf16_pair_tiles) {
+        gemm_dense(ops.gemm_bf16, x, n, w.cols, w.data, w.rows, 2, out, 2, ldo, pool);
+        return;
+    }
+    DI_CHECK_MSG(pw->rows == w.rows && pw->cols == w.cols, "prepared bf16 weight {}x{} vs matrix {}x{}", pw->rows,
+                 pw->cols, w.rows, w.cols);
+    if (n == 0 || w.rows == 0) return;
+    // On tiles (a weight prepares kBf16Tiles only where they run, for every n: rows stay invariant). The rows go
+    // once per call into pairs of A tiles (in the calling thread's scratch), then pairs of row groups over the pool.
+    const int64_t k = w.cols, kb_count = k / 32, groups = row_groups(w.rows), group_pairs = (groups + 1) / 2;
+    AlignedBuffer& tiles = thread_scratch().pair_tiles;
+    tiles.ensure(static_cast<size_t>(bf16_pair_tiles_elems(n, k)) * sizeof(bf16));
+    auto* acts = reinterpret_cast<bf16*>(tiles.data());
+    pool.parallel_for(static_cast<size_t>((n + 31) / 32), [&](size_t p0, size_t p1, int) {
+        ops.bf16_pair_tiles(x, n, k, static_cast<int64_t>(p0), static_cast<int64_t>(p1), acts);
+    });
+    for_chunks(pool, group_pairs, chunk_size(group_pairs, pool, 1), [](int) {}, [&](int64_t q0, int64_t q1, int) {
+        ThreadScratch& s = thread_scratch();
+        s.dense.ensure(static_cast<size_t>(kBf16TileSumsFloats) * sizeof(float));
+        const int64_t g0 = 2 * q0, g1 = std::min(groups, 2 * q1);
+        ops.gemm_bf16_tiles(DenseGemmTask{acts, n, k, pw->data + g0 * kb_count * kBf16TileBytes,
+                                          std::min(w.rows, g1 * kGroupRows) - g0 * kGroupRows, out + g0 * kGroupRows,
+                                          ldo, s.dense.as<float>()});
+    });
 }
 
 void split_bf16x3_rows(const float* x, int64_t n, int64_t k, int64_t i0, int64_t i1, bf16* out) {

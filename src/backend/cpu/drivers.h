@@ -20,7 +20,8 @@ void gemm_fp4(const IsaOps& ops, const Fp8Acts& a, const Fp4Matrix& w, bf16* out
 void gemm_fp4_grouped(const IsaOps& ops, const Fp4Gemm* gemms, int64_t count, ThreadPool& pool);
 void gemm_bf16(const IsaOps& ops, const bf16* x, int64_t n, const Bf16Matrix& w, bf16* out, int64_t ldo,
                ThreadPool& pool);
-// A kBf16Tiles layout where the ISA reads one (IsaOps::gemm_f32_bf16w_tiles, AMX granted), else none.
+// A kBf16Tiles layout where the ISA reads one (IsaOps::gemm_f32_bf16w_tiles and gemm_bf16_tiles, AMX granted), else
+// none.
 void prepare_bf16(const IsaOps& ops, const Bf16Matrix& w, PackedWeight* out, ThreadPool& pool);
 void gemm_f32_bf16w(const IsaOps& ops, const float* x, int64_t n, const Bf16Matrix& w, float* out, int64_t ldo,
                     ThreadPool& pool);
@@ -56,6 +57,7 @@ struct ThreadScratch {
     AlignedBuffer acts, act_scales, fp4_row, gemm, dense, pack, attn, topk;
     AlignedBuffer bits_acts;    // IsaOps::fp8_bits_acts of acts
     AlignedBuffer planes;       // the calling thread's split_bf16x3_rows planes of a gemm_f32_bf16w on tiles
+    AlignedBuffer pair_tiles;   // the calling thread's bf16_pair_tiles of a gemm_bf16 on tiles
     bool bits_acts_ok = false;  // ... and whether it accepted them
     AlignedBuffer tile_acts, tile_shift;  // IsaOps::fp8_tile_acts / fp4_tile_acts of acts and act_scales
     bool tile_acts_ok = false;            // ... and whether it took them

@@ -24,6 +24,13 @@ inline constexpr size_t kProbeAheadBytes = 16384;
 // Row groups per pass of the AVX-512 table's gemm_f32_bf16w on tiles (gemm_head_amx.cpp: one C tile each), and
 // the fewest weight rows for which prepare_bf16 makes the tiles (cpu_gemm.cpp).
 inline constexpr int64_t kBf16TilePassGroups = 4, kBf16TilesMinRows = 64;
+// gemm_bf16 on tiles (avx512/gemm_bf16_amx.cpp): items of up to kBf16TileItemRows activation rows, k in chunks of
+// kBf16TileChunkBlocks blocks (a pair of row groups' chunk, 16 KB, stays in L1 for every row pair of the item), the
+// item's C tiles waiting in the task's scratch between chunks (kBf16TileSumsFloats). Activations come as pairs of row
+// tiles (IsaOps::bf16_pair_tiles): bf16_pair_tiles_elems(n, k) elements.
+inline constexpr int64_t kBf16TileItemRows = 256, kBf16TileChunkBlocks = 8;
+inline constexpr int64_t kBf16TileSumsFloats = kBf16TileItemRows / 32 * 4 * 256;
+inline int64_t bf16_pair_tiles_elems(int64_t n, int64_t k) { return (n + 31) / 32 * 32 * k; }
 // The most rows of one work item of an fp8 GEMM on AMX tiles (IsaOps::fp8_tile_item_rows), and the fp32 sums of
 // kTileRunPairs pairs of row groups of such an item that wait in the task's scratch between chunks of k
 // (avx512/gemm_fp8_amx.cpp; runs of 8 pairs rather than 4: k = 5120 and 8192 8-15% faster in cache, the chunk of
@@ -257,6 +264,14 @@ struct IsaOps {
     // Optional, beside fp8_tile_acts: the rows of one work item of the fp8 GEMM on tiles (kTileItemRows: each
     // weight block is decoded once per item), or 0 where fp8_tile_acts does not run (then kActRowChunk).
     int64_t (*fp8_tile_item_rows)() = nullptr;
+    // Optional (AVX-512; call only where amx_enabled()): gemm_bf16 on a kBf16Tiles weight. task.x holds the rows as
+    // bf16_pair_tiles gives them, task.w the tiles of the first row group, task.rows the valid rows from there,
+    // task.scratch kBf16TileSumsFloats.
+    void (*gemm_bf16_tiles)(const DenseGemmTask& task) = nullptr;
+    // ... and its activations: row pairs [p0, p1) of x [n, k] as pairs of 16-row A tiles, block by block (pair p's
+    // block kb at (p * k / 32 + kb) * 1024 elements: the tile of rows 32 p .. 32 p + 15, then that of the next 16),
+    // rows past n zero.
+    void (*bf16_pair_tiles)(const bf16* x, int64_t n, int64_t k, int64_t p0, int64_t p1, bf16* out) = nullptr;
 };
 // x = hi + mid + lo exactly for every finite fp32 x whose parts stay normal (|x| >= ~2^-110): hi = x truncated to
 // bf16, mid = the rest truncated, lo = the rest of that (at most 8 significant bits). Infinities and NaNs go to hi
@@ -307,6 +322,8 @@ DEEPINFER_DECLARE_ISA_OPS(avx512)
 namespace avx512 {
 bool fp8_bits_acts(const void* acts, int64_t n, int64_t k, bool e4m3, void* out);
 void gemm_f32_bf16w_tiles(const DenseGemmTask& task);  // gemm_head_amx.cpp
+void gemm_bf16_tiles(const DenseGemmTask& task);       // gemm_bf16_amx.cpp
+void bf16_pair_tiles(const bf16* x, int64_t n, int64_t k, int64_t p0, int64_t p1, bf16* out);  // gemm_bf16_amx.cpp
 bool fp8_tile_acts(const void* acts, const float* act_scales, int64_t n, int64_t k, void* out,
                    int32_t* row_shift);  // gemm_fp8_amx.cpp
 int64_t fp8_tile_item_rows();  // gemm_fp8_amx.cpp

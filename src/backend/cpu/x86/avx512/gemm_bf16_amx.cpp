@@ -1,0 +1,176 @@
+// gemm_bf16 (bf16 x, bf16 W, fp32 sums, one rounding to bf16: torch F.linear on bf16) on AMX tiles, for weights
+// prepared as kBf16Tiles (backend/cpu/packing.h) on CPUs where amx_enabled(): the indexer's and the ratio-1
+// compressor's linears (spec §5.3.4-5.3.5).
+//
+// Each bf16 product is exact in fp32; a row's products are summed over all of k in one C tile, block after block
+// (tdpbf16ps adds a block's 32 products in its own order), and rounded to bf16 once. That is the fp32 dot product in
+// another summation order, as every table's is (docs/numerics.md). A row's sums do not depend on the other rows of
+// its tile, on n or on where the row sits: one kernel for every n, so rows stay invariant (the C tiles that wait in
+// the scratch between chunks of k come back exactly).
+//
+// Why: the vdpbf16ps kernel (gemm_dense_avx512.cpp) runs at ~3% of the tile peak on AMX machines.
+//
+// Tiles (configure_tile_pair): C of row tile i and group g at 2 i + g, A of row tile i at 4 + i, B of group g at
+// 6 + g. The activations come as pairs of row tiles (bf16_pair_tiles: each block's two 1 KB A tiles side by side,
+// one sequential stream per row pair). Work: items of up to kBf16TileItemRows rows; per pair of row groups, k in
+// chunks of kBf16TileChunkBlocks blocks, each chunk's B tiles (16 KB) read into L1 once and multiplied by every row
+// pair of the item, A from L2, the C tiles waiting in the task's scratch between chunks. (A scratch loop on this
+// Xeon, one core: with a pair's B tiles of a chunk in L1 and A streamed from L2 the tiles ran at ~85% of their peak;
+// each store and reload of the four C tiles drains the tile unit, which chunks of 8 blocks pay once per 32 products.
+// Sums kept in the tiles over all of k with A and B both from L2 ran at ~55-58%.)
+#include <immintrin.h>
+
+#include <cstdint>
+
+#include "backend/cpu/x86/avx512/amx_tiles.h"
+#include "backend/cpu/x86/avx512/avx512_common.h"
+#include "backend/cpu/x86/isa_ops.h"
+
+namespace deepinfer::backend::cpu::avx512 {
+namespace {
+
+constexpr int64_t kTileBytes = 1024;  // one A or B tile: 16 rows of 64 bytes
+constexpr int kTileRows = 16;
+
+// The C tiles of one row pair += its A tiles (at a: Two row tiles) x B tiles b0, b1 (G groups) of one block.
+template <int G, bool Two>
+inline void multiply_block(const uint8_t* a, const uint8_t* b0, const uint8_t* b1) {
+    _tile_loadd(4, a, 64);
+    if constexpr (Two) _tile_loadd(5, a + kTileBytes, 64);
+    _tile_loadd(6, b0, 64);
+    if constexpr (G == 2) _tile_loadd(7, b1, 64);
+    _tile_dpbf16ps(0, 4, 6);
+    if constexpr (G == 2) _tile_dpbf16ps(1, 4, 7);
+    if constexpr (Two) {
+        _tile_dpbf16ps(2, 5, 6);
+        if constexpr (G == 2) _tile_dpbf16ps(3, 5, 7);
+    }
+}
+
+// (the tile intrinsics take register numbers as literals)
+template <int G, bool Two>
+inline void zero_sums() {
+    zero_c_tiles<G>(0);
+    if constexpr (Two) zero_c_tiles<G>(1);
+}
+template <int G, bool Two>
+inline void store_sums(float (*c)[256]) {
+    store_c_tiles<G>(0, c);
+    if constexpr (Two) store_c_tiles<G>(1, c + 2);
+}
+template <int G, bool Two>
+inline void load_sums(float (*c)[256]) {
+    load_c_tiles<G>(0, c);
+    if constexpr (Two) load_c_tiles<G>(1, c + 2);
+}
+
+// The rows [i0, i0 + 32) of a row pair's finished sums (c[2 i + g]: row tile i, group g) to bf16 out, row group g0 + g.
+template <int G, bool Two>
+void store_out(const DenseGemmTask& t, float (*c)[256], int64_t i0, int64_t g0) {
+    auto* out = static_cast<bf16*>(t.out);
+    for (int i = 0; i < (Two ? 2 : 1); ++i) {
+        const int64_t r0 = i0 + i * kTileRows;
+        const int rows = t.n - r0 < kTileRows ? static_cast<int>(t.n - r0) : kTileRows;
+        for (int g = 0; g < G; ++g) {
+            const __mmask16 mask = lane_mask(t.rows - (g0 + g) * kTileRows);
+            for (int r = 0; r < rows; ++r)
+                store_row(out + (r0 + r) * t.ldo + (g0 + g) * kTileRows, mask, _mm512_load_ps(c[2 * i + g] + 16 * r));
+        }
+    }
+}
+
+// Row groups g0 (and g0 + 1 when G = 2) against the item's `pairs` row pairs from row i0.
+template <int G, bool Two>
+void group_pair(const DenseGemmTask& t, int64_t i0, int64_t pairs, int64_t g0, float (*sums)[256]) {
+    const int64_t kb_count = t.k / 32;
+    const auto* w = static_cast<const uint8_t*>(t.w);
+    const uint8_t* b0 = w + g0 * kb_count * kTileBytes;
+    const uint8_t* b1 = b0 + kb_count * kTileBytes;
+    const uint8_t* acts = static_cast<const uint8_t*>(t.x) + i0 / 32 * kb_count * 2 * kTileBytes;
+    // One row pair reuses no chunk: its sums stay in the tiles over all of k.
+    const int64_t chunk = pairs == 1 ? kb_count : kBf16TileChunkBlocks;
+    alignas(64) float finished[4][256];
+    for (int64_t k0 = 0; k0 < kb_count; k0 += chunk) {
+        const int64_t k1 = k0 + chunk < kb_count ? k0 + chunk : kb_count;
+        // The next chunk's B tiles (this pair's, else the next pair's first) into L1, a share per row pair: the
+        // first row pair of a chunk otherwise waits for each of them in turn. (Past the weight's last group the
+        // addresses are not read: prefetches do not fault.)
+        const uint8_t* next0 = k1 < kb_count ? b0 + k1 * kTileBytes : b0 + 2 * kb_count * kTileBytes;
+        const int64_t next_tiles = k1 < kb_count ? kb_count - k1 : kb_count;
+        const int64_t next_bytes = (next_tiles < chunk ? next_tiles : chunk) * kTileBytes;
+        const int64_t share = (next_bytes / 64 + pairs - 1) / pairs;
+        for (int64_t p = 0; p < pairs; ++p) {
+            float(*c)[256] = sums + 4 * p;
+            if (k0 == 0) zero_sums<G, Two>();
+            else load_sums<G, Two>(c);
+            if (pairs > 1)
+                for (int64_t line = p * share; line < (p + 1) * share && line < next_bytes / 64; ++line) {
+                    _mm_prefetch(reinterpret_cast<const char*>(next0 + 64 * line), _MM_HINT_T0);
+                    if constexpr (G == 2)
+                        _mm_prefetch(reinterpret_cast<const char*>(next0 + kb_count * kTileBytes + 64 * line),
+                                     _MM_HINT_T0);
+                }
+            const uint8_t* a = acts + (p * kb_count + k0) * 2 * kTileBytes;
+            for (int64_t kb = k0; kb < k1; ++kb, a += 2 * kTileBytes) {
+                if (pairs == 1) {
+                    // Each group's next tile into L1 (the weight streams from memory here), as gemm_head_amx.cpp does.
+#pragma GCC unroll 16
+                    for (int line = 0; line < 16; ++line) {
+                        _mm_prefetch(reinterpret_cast<const char*>(b0 + (kb + 1) * kTileBytes + 64 * line), _MM_HINT_T0);
+                        if constexpr (G == 2)
+                            _mm_prefetch(reinterpret_cast<const char*>(b1 + (kb + 1) * kTileBytes + 64 * line),
+                                         _MM_HINT_T0);
+                    }
+                }
+                multiply_block<G, Two>(a, b0 + kb * kTileBytes, b1 + kb * kTileBytes);
+            }
+            if (k1 < kb_count) {
+                store_sums<G, Two>(c);
+                continue;
+            }
+            store_sums<G, Two>(finished);
+            store_out<G, Two>(t, finished, i0 + 32 * p, g0);
+        }
+    }
+}
+
+}  // namespace
+
+void bf16_pair_tiles(const bf16* x, int64_t n, int64_t k, int64_t p0, int64_t p1, bf16* out) {
+    const int64_t kb_count = k / 32;
+    const auto* src = reinterpret_cast<const uint16_t*>(x);
+    auto* dst = reinterpret_cast<uint16_t*>(out);
+    for (int64_t p = p0; p < p1; ++p)
+        for (int64_t r = 0; r < 32; ++r) {
+            const int64_t i = 32 * p + r;
+            // row r of the pair: tile r / 16, row r % 16 of it, in every block
+            uint16_t* o = dst + (p * kb_count * 2 + r / 16) * 512 + (r % 16) * 32;
+            for (int64_t kb = 0; kb < kb_count; ++kb, o += 1024) {
+                const __m512i v = i < n ? _mm512_loadu_si512(src + i * k + 32 * kb) : _mm512_setzero_si512();
+                _mm512_store_si512(o, v);
+            }
+        }
+}
+
+void gemm_bf16_tiles(const DenseGemmTask& t) {
+    const int64_t groups = (t.rows + kTileRows - 1) / kTileRows;
+    auto* sums = reinterpret_cast<float(*)[256]>(t.scratch);
+    // Up to 16 rows: one row tile of n rows (fewer rows, faster products); else pairs of 16-row tiles (the pair
+    // tiles' rows past n are zero).
+    const bool two = t.n > kTileRows;
+    configure_tile_pair(two ? kTileRows : static_cast<int>(t.n), two ? kTileRows : 0);
+    for (int64_t i0 = 0; i0 < t.n; i0 += kBf16TileItemRows) {
+        const int64_t item = t.n - i0 < kBf16TileItemRows ? t.n - i0 : kBf16TileItemRows;
+        const int64_t pairs = (item + 31) / 32;
+        for (int64_t g0 = 0; g0 < groups; g0 += 2) {
+            const bool pair = g0 + 1 < groups;
+            if (two && pair) group_pair<2, true>(t, i0, pairs, g0, sums);
+            else if (two) group_pair<1, true>(t, i0, pairs, g0, sums);
+            else if (pair) group_pair<2, false>(t, i0, pairs, g0, sums);
+            else group_pair<1, false>(t, i0, pairs, g0, sums);
+        }
+    }
+    _tile_release();
+}
+
+}  // namespace deepinfer::backend::cpu::avx512
