@@ -336,26 +336,29 @@ TEST(RowInvariance, DenseGemms) {
         }
 }
 
-// gemm_bf16 on AMX tiles past one work item (kBf16TileItemRows rows): rows of the second item, and rows alone, give
-// the bits they give in the whole batch.
+// gemm_bf16 on AMX tiles past one work item (kBf16TileItemRows rows; 64 at k = 8192): rows of a later item, and rows
+// alone, give the bits they give in the whole batch.
 TEST(RowInvariance, GemmBf16PreparedItems) {
-    constexpr int64_t n = 300, rows = 80, k = 288;
-    Inputs in(77);
-    const std::vector<bf16> x = in.bf16s(n * k), w = in.bf16s(rows * k);
-    for (const Kernels* table : all_tables()) {
-        ThreadPool pool(2);
-        Bf16Matrix m{w.data(), rows, k};
-        backend::PackedWeight pw;
-        if (table->prepare_bf16) table->prepare_bf16(m, &pw, pool);
-        if (pw.layout != backend::PackedLayout::kNone) m.prepared = &pw;
-        std::vector<bf16> whole(n * rows);
-        table->gemm_bf16(x.data(), n, m, whole.data(), rows, pool);
-        for (auto [start, count] : {std::pair<int64_t, int64_t>{255, 3}, {240, 60}, {299, 1}, {0, 1}, {256, 33}}) {
-            std::vector<bf16> part(count * rows);
-            table->gemm_bf16(x.data() + start * k, count, m, part.data(), rows, pool);
-            expect_rows_equal(whole, part, start, count, rows, fmt::format("gemm_bf16 {}", isa_name(table->isa)));
+    constexpr int64_t n = 300, rows = 80;
+    for (const Kernels* table : all_tables())
+        for (int64_t k : {288, 8192}) {
+            Inputs in(77 + k);
+            const std::vector<bf16> x = in.bf16s(n * k), w = in.bf16s(rows * k);
+            ThreadPool pool(2);
+            Bf16Matrix m{w.data(), rows, k};
+            backend::PackedWeight pw;
+            if (table->prepare_bf16) table->prepare_bf16(m, &pw, pool);
+            if (pw.layout != backend::PackedLayout::kNone) m.prepared = &pw;
+            std::vector<bf16> whole(n * rows);
+            table->gemm_bf16(x.data(), n, m, whole.data(), rows, pool);
+            for (auto [start, count] : {std::pair<int64_t, int64_t>{255, 3}, {240, 60}, {299, 1}, {0, 1}, {256, 33},
+                                        {63, 2}, {130, 70}}) {
+                std::vector<bf16> part(count * rows);
+                table->gemm_bf16(x.data() + start * k, count, m, part.data(), rows, pool);
+                expect_rows_equal(whole, part, start, count, rows,
+                                  fmt::format("gemm_bf16 {} k={}", isa_name(table->isa), k));
+            }
         }
-    }
 }
 
 // Queries are the rows; each query's top-k list names the same keys whatever the batch.

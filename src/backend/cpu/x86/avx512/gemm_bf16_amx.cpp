@@ -12,12 +12,17 @@
 //
 // Tiles (configure_tile_pair): C of row tile i and group g at 2 i + g, A of row tile i at 4 + i, B of group g at
 // 6 + g. The activations come as pairs of row tiles (bf16_pair_tiles: each block's two 1 KB A tiles side by side,
-// one sequential stream per row pair). Work: items of up to kBf16TileItemRows rows; per pair of row groups, k in
-// chunks of kBf16TileChunkBlocks blocks, each chunk's B tiles (16 KB) read into L1 once and multiplied by every row
-// pair of the item, A from L2, the C tiles waiting in the task's scratch between chunks. (A scratch loop on this
-// Xeon, one core: with a pair's B tiles of a chunk in L1 and A streamed from L2 the tiles ran at ~85% of their peak;
-// each store and reload of the four C tiles drains the tile unit, which chunks of 8 blocks pay once per 32 products.
-// Sums kept in the tiles over all of k with A and B both from L2 ran at ~55-58%.)
+// one sequential stream per row pair). Work: items of up to kBf16TileItemRows rows, fewer for long rows (the item's
+// activations stay in L2); per pair of row groups, k in chunks of kBf16TileChunkBlocks blocks, each chunk's B tiles
+// (16 KB) brought into L1 during the chunk before and multiplied by every row pair of the item, A from L2, the C
+// tiles waiting in the task's scratch between chunks.
+//
+// Where the time goes (scratch loops on the Intel Xeon of docs/PERFORMANCE.md, one core, 2x2 tiles): all four tile
+// loads from L1 ~80-85% of the tile peak; A from L2 and B from L1, the sums kept in the tiles, ~85%; the same with
+// the four C tiles stored and reloaded every 8 blocks ~60%, every 16 ~67% (a C store waits for the tile's last
+// product: the unit drains); sums kept in the tiles over all of k with A and B both from L2 ~55%. Chunks of 12-24
+// blocks (the B chunk leaves L1), A read with the streaming hint, C partial sums added by vector code instead of
+// reloaded, items of 512 rows: each measured slower here.
 #include <immintrin.h>
 
 #include <cstdint>
@@ -31,6 +36,7 @@ namespace {
 
 constexpr int64_t kTileBytes = 1024;  // one A or B tile: 16 rows of 64 bytes
 constexpr int kTileRows = 16;
+constexpr int64_t kItemActBytes = 1 << 20;
 
 // The C tiles of one row pair += its A tiles (at a: Two row tiles) x B tiles b0, b1 (G groups) of one block.
 template <int G, bool Two>
@@ -92,33 +98,35 @@ void group_pair(const DenseGemmTask& t, int64_t i0, int64_t pairs, int64_t g0, f
     alignas(64) float finished[4][256];
     for (int64_t k0 = 0; k0 < kb_count; k0 += chunk) {
         const int64_t k1 = k0 + chunk < kb_count ? k0 + chunk : kb_count;
-        // The next chunk's B tiles (this pair's, else the next pair's first) into L1, a share per row pair: the
-        // first row pair of a chunk otherwise waits for each of them in turn. (Past the weight's last group the
-        // addresses are not read: prefetches do not fault.)
+        // The next chunk's B tiles (this pair's, else the next pair's first) into L1, a few lines per block step
+        // of the row pairs: the first row pair of a chunk otherwise waits for each of them in turn, and a burst of
+        // them (a row pair's share at once) stalled on the fill buffers. (Past the weight's last group the addresses
+        // are not read: prefetches do not fault.)
         const uint8_t* next0 = k1 < kb_count ? b0 + k1 * kTileBytes : b0 + 2 * kb_count * kTileBytes;
         const int64_t next_tiles = k1 < kb_count ? kb_count - k1 : kb_count;
-        const int64_t next_bytes = (next_tiles < chunk ? next_tiles : chunk) * kTileBytes;
-        const int64_t share = (next_bytes / 64 + pairs - 1) / pairs;
+        const int64_t next_lines = (next_tiles < chunk ? next_tiles : chunk) * kTileBytes / 64;
+        const int64_t per_step = (next_lines + pairs * (k1 - k0) - 1) / (pairs * (k1 - k0));
+        int64_t line = 0;
         for (int64_t p = 0; p < pairs; ++p) {
             float(*c)[256] = sums + 4 * p;
             if (k0 == 0) zero_sums<G, Two>();
             else load_sums<G, Two>(c);
-            if (pairs > 1)
-                for (int64_t line = p * share; line < (p + 1) * share && line < next_bytes / 64; ++line) {
-                    _mm_prefetch(reinterpret_cast<const char*>(next0 + 64 * line), _MM_HINT_T0);
-                    if constexpr (G == 2)
-                        _mm_prefetch(reinterpret_cast<const char*>(next0 + kb_count * kTileBytes + 64 * line),
-                                     _MM_HINT_T0);
-                }
             const uint8_t* a = acts + (p * kb_count + k0) * 2 * kTileBytes;
             for (int64_t kb = k0; kb < k1; ++kb, a += 2 * kTileBytes) {
                 if (pairs == 1) {
                     // Each group's next tile into L1 (the weight streams from memory here), as gemm_head_amx.cpp does.
 #pragma GCC unroll 16
-                    for (int line = 0; line < 16; ++line) {
-                        _mm_prefetch(reinterpret_cast<const char*>(b0 + (kb + 1) * kTileBytes + 64 * line), _MM_HINT_T0);
+                    for (int l = 0; l < 16; ++l) {
+                        _mm_prefetch(reinterpret_cast<const char*>(b0 + (kb + 1) * kTileBytes + 64 * l), _MM_HINT_T0);
                         if constexpr (G == 2)
-                            _mm_prefetch(reinterpret_cast<const char*>(b1 + (kb + 1) * kTileBytes + 64 * line),
+                            _mm_prefetch(reinterpret_cast<const char*>(b1 + (kb + 1) * kTileBytes + 64 * l),
+                                         _MM_HINT_T0);
+                    }
+                } else {
+                    for (int64_t end = line + per_step < next_lines ? line + per_step : next_lines; line < end; ++line) {
+                        _mm_prefetch(reinterpret_cast<const char*>(next0 + 64 * line), _MM_HINT_T0);
+                        if constexpr (G == 2)
+                            _mm_prefetch(reinterpret_cast<const char*>(next0 + kb_count * kTileBytes + 64 * line),
                                          _MM_HINT_T0);
                     }
                 }
@@ -159,8 +167,13 @@ void gemm_bf16_tiles(const DenseGemmTask& t) {
     // tiles' rows past n are zero).
     const bool two = t.n > kTileRows;
     configure_tile_pair(two ? kTileRows : static_cast<int>(t.n), two ? kTileRows : 0);
-    for (int64_t i0 = 0; i0 < t.n; i0 += kBf16TileItemRows) {
-        const int64_t item = t.n - i0 < kBf16TileItemRows ? t.n - i0 : kBf16TileItemRows;
+    // Items whose activations (rows x k x 2 bytes) take at most kItemActBytes: they stay in L2 while the item's pairs
+    // of row groups stream past them. (Two threads, k = 4096, n = 1024: items of 256 rows 1295 GFLOP/s, 128 rows
+    // 1740-1874; k = 8192: 256 rows 1030, 64 rows 1308-1429.)
+    int64_t item_rows = kItemActBytes / (2 * t.k) / 32 * 32;
+    item_rows = item_rows < 32 ? 32 : item_rows > kBf16TileItemRows ? kBf16TileItemRows : item_rows;
+    for (int64_t i0 = 0; i0 < t.n; i0 += item_rows) {
+        const int64_t item = t.n - i0 < item_rows ? t.n - i0 : item_rows;
         const int64_t pairs = (item + 31) / 32;
         for (int64_t g0 = 0; g0 < groups; g0 += 2) {
             const bool pair = g0 + 1 < groups;
