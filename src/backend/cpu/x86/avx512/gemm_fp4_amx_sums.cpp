@@ -141,7 +141,7 @@ void decode_scaled_block(const Fp4ToBf16& dec, const uint8_t* block, const uint8
     }
 }
 
-// Up to 16 rows (one pass) decode into a ring of kRingBlocks blocks in L1 instead of the panel in L2.
+// Up to 32 rows (one pass) decode into a ring of kRingBlocks blocks in L1 instead of the panel in L2.
 constexpr int kRingBlocks = 4;
 struct alignas(64) SumsScratch {
     float c[2][2][kMaxTileRows * 16];    // [row tile][group]: the C tiles stored
@@ -184,7 +184,7 @@ class SumsPass {
 
    private:
     uint32_t* buffer(int64_t kb) const {
-        if (t_.n <= kMaxTileRows) return s_.ring[kb % kRingBlocks][0];  // (the task's only pass)
+        if (t_.n <= 2 * kMaxTileRows) return s_.ring[kb % kRingBlocks][0];  // (the task's only pass)
         return panel_ + kb * G * (kBlockPairs * 16);
     }
 
