@@ -134,6 +134,19 @@ TEST(GemmFp4, SmallShapes) {
     for (const Shape& s : kSmallShapes) run_fp4(s, seed++);
 }
 
+// The AMX kernel's work items of many rows (up to kTileItemRows): runs of pairs of row groups with a lone last group,
+// k in several chunks with a short last one, items of 4+ passes over two row tiles (each chunk decoded during the
+// step before) and of fewer. (RowInvariance.GemmFp8TileItems checks those rows bit for bit against smaller batches;
+// against the reference the budget of 1 ulp holds only without heavy cancellation: n = 300, k = 1280 with these
+// inputs' scale range put a few outputs 2-3 ulps off, with the kernel before the decode ahead too.)
+TEST(GemmFp8, TileItems) {
+    uint64_t seed = 180;
+    for (const Shape& s : {Shape{130, 100, 608, 0}, Shape{97, 33, 320, 1}}) {
+        run_fp8(s, seed);
+        run_fp8_bf16x(s, seed++);
+    }
+}
+
 TEST(GemmFp8Bf16x, SmallShapes) {
     uint64_t seed = 150;
     for (const Shape& s : kSmallShapes) run_fp8_bf16x(s, seed++);

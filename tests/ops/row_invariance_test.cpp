@@ -130,6 +130,32 @@ TEST(RowInvariance, GemmFp8) {
         }
 }
 
+// The AMX fp8 kernel's work items of many rows: from 97 rows (four passes over two row tiles) each chunk of k is
+// decoded during the step before; a row's bits are those it gets in batches of fewer rows (decoded in their step),
+// over runs of pairs with a lone last group, chunks with a short last one, and a second item.
+TEST(RowInvariance, GemmFp8TileItems) {
+    constexpr int64_t n = 300, rows = 100;
+    for (int64_t k : {608, 1280}) {
+        Inputs in(k + 5);
+        QuantizedActs acts(in, n, k);
+        std::vector<uint8_t> codes = in.e4m3_codes(rows * k), scales = in.bytes((rows + 31) / 32 * (k / 32), 112, 134);
+        const Fp8Matrix w{codes.data(), scales.data(), rows, k};
+        for (const Kernels* table : all_tables()) {
+            ThreadPool pool(2);
+            PackedWeight packed;
+            const Fp8Matrix wt = as_used(*table, w, true, &packed, pool);
+            std::vector<bf16> whole(n * rows);
+            table->gemm_fp8(acts.rows(0, n), wt, whole.data(), rows, pool);
+            for (auto [start, count] : {std::pair<int64_t, int64_t>{0, 1}, {3, 64}, {100, 96}, {250, 50}, {7, 200}}) {
+                std::vector<bf16> part(count * rows);
+                table->gemm_fp8(acts.rows(start, count), wt, part.data(), rows, pool);
+                expect_rows_equal(whole, part, start, count, rows,
+                                  fmt::format("gemm_fp8 {} k={}", isa_name(table->isa), k));
+            }
+        }
+    }
+}
+
 // Rows and weight pairs that the AMX fp8 kernel keeps on its tiles beside ones it sends to the vdpbf16ps kernel
 // (widen_fp8_scales): a row's bits do not depend on its neighbours' path either.
 TEST(RowInvariance, GemmFp8OperandWindow) {
