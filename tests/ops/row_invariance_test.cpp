@@ -90,11 +90,18 @@ TEST(RowInvariance, ActQuant) {
 template <class Matrix>
 Matrix as_used(const Kernels& t, const Matrix& w, bool prepared, PackedWeight* packed, ThreadPool& pool) {
     Matrix wt = w;
-    if (prepared) {
-        if constexpr (std::is_same_v<Matrix, Fp8Matrix>) t.prepare_fp8(w, packed, pool);
-        else t.prepare_fp4(w, packed, pool);
-        wt.prepared = packed;
+    if (!prepared) return wt;
+    if constexpr (std::is_same_v<Matrix, Fp8Matrix>) {
+        t.prepare_fp8(w, packed, pool);
+    } else if constexpr (std::is_same_v<Matrix, Bf16Matrix>) {
+        // (where the table makes a layout: AVX-512 with AMX)
+        if (!t.prepare_bf16) return wt;
+        t.prepare_bf16(w, packed, pool);
+        if (packed->layout == backend::PackedLayout::kNone) return wt;
+    } else {
+        t.prepare_fp4(w, packed, pool);
     }
+    wt.prepared = packed;
     return wt;
 }
 
@@ -332,10 +339,8 @@ TEST(RowInvariance, DenseGemms) {
             check_windows<bf16>("gemm_bf16 prepared " + shape, rows,
                                 [&](const Kernels& t, int64_t s, int64_t n, int th, bf16* out) {
                                     ThreadPool pool(th);
-                                    Bf16Matrix m{wb.data(), rows, k};
-                                    backend::PackedWeight pw;
-                                    if (t.prepare_bf16) t.prepare_bf16(m, &pw, pool);
-                                    if (pw.layout != backend::PackedLayout::kNone) m.prepared = &pw;
+                                    PackedWeight pw;
+                                    const Bf16Matrix m = as_used(t, Bf16Matrix{wb.data(), rows, k}, true, &pw, pool);
                                     t.gemm_bf16(xb.data() + s * k, n, m, out, rows, pool);
                                 });
             check_windows<float>("gemm_f32_bf16w " + shape, rows,
@@ -348,10 +353,8 @@ TEST(RowInvariance, DenseGemms) {
             check_windows<float>("gemm_f32_bf16w prepared " + shape, rows,
                                  [&](const Kernels& t, int64_t s, int64_t n, int th, float* out) {
                                      ThreadPool pool(th);
-                                     Bf16Matrix m{wb.data(), rows, k};
-                                     backend::PackedWeight pw;
-                                     if (t.prepare_bf16) t.prepare_bf16(m, &pw, pool);
-                                     if (pw.layout != backend::PackedLayout::kNone) m.prepared = &pw;
+                                     PackedWeight pw;
+                                     const Bf16Matrix m = as_used(t, Bf16Matrix{wb.data(), rows, k}, true, &pw, pool);
                                      t.gemm_f32_bf16w(xf.data() + s * k, n, m, out, rows, pool);
                                  });
             check_windows<float>("gemm_f32 " + shape, rows,
@@ -371,10 +374,8 @@ TEST(RowInvariance, GemmBf16PreparedItems) {
             Inputs in(77 + k);
             const std::vector<bf16> x = in.bf16s(n * k), w = in.bf16s(rows * k);
             ThreadPool pool(2);
-            Bf16Matrix m{w.data(), rows, k};
-            backend::PackedWeight pw;
-            if (table->prepare_bf16) table->prepare_bf16(m, &pw, pool);
-            if (pw.layout != backend::PackedLayout::kNone) m.prepared = &pw;
+            PackedWeight pw;
+            const Bf16Matrix m = as_used(*table, Bf16Matrix{w.data(), rows, k}, true, &pw, pool);
             std::vector<bf16> whole(n * rows);
             table->gemm_bf16(x.data(), n, m, whole.data(), rows, pool);
             for (auto [start, count] : {std::pair<int64_t, int64_t>{255, 3}, {240, 60}, {299, 1}, {0, 1}, {256, 33},
