@@ -3,6 +3,8 @@
 
 #include <algorithm>
 #include <array>
+#include <bit>
+#include <cstdint>
 
 namespace deepinfer {
 namespace {
@@ -84,6 +86,37 @@ void act_qdq_group(float* x) {
     for (int i = 0; i < kActQuantGroup; ++i) x[i] = round_to_bf16(e4m3_to_float(codes[i]) * s);
 }
 
+namespace {
+
+// kN values q[i] = x[i] / s, each rounded to e2m1 (float_to_e2m1 of q clamped to [-6, 6]: nearest, ties to the even
+// code; |q| >= 6 gives 6, NaN a zero of its sign), to codes (when given) and to y[i] = bf16(value * s) (when
+// given). Branch-free, into local arrays, so that the compiler vectorizes it: the indexer queries' QDQ of a prefill
+// went through float_to_e2m1 value by value (~3% of a 2048-token prefill, docs/PERFORMANCE.md). kPow2: s is a
+// power of two whose inverse is exact, so x * (1 / s) is x / s exactly.
+template <int kN, bool kPow2>
+void e2m1_round_group(const float* x, float s, uint8_t* codes, float* y) {
+    const float inv = 1.0f / s;
+    uint8_t c[kN];
+    float v[kN];
+    for (int i = 0; i < kN; ++i) {
+        const float q = kPow2 ? x[i] * inv : x[i] / s;
+        const float a = std::fabs(q);
+        // the boundaries between codes (0.25, 0.75, ... 5): a tie goes up only to an even code
+        const int halves = (a > 0.25f) + (a >= 0.75f) + (a > 1.25f) + (a >= 1.75f);
+        const int ones = (a > 2.5f) + (a >= 3.5f), twos = a > 5.0f;
+        const uint32_t sign = std::bit_cast<uint32_t>(q) >> 31;
+        c[i] = static_cast<uint8_t>(halves + ones + twos + 8 * sign);
+        const float magnitude = 0.5f * static_cast<float>(halves) + static_cast<float>(ones) + 2.0f * twos;
+        v[i] = std::bit_cast<float>(std::bit_cast<uint32_t>(magnitude) | sign << 31) * s;
+    }
+    if (codes)
+        for (int i = 0; i < kN; ++i) codes[i] = c[i];
+    if (y)
+        for (int i = 0; i < kN; ++i) y[i] = round_to_bf16(v[i]);
+}
+
+}  // namespace
+
 uint8_t fp4_index_quant_group(const float* x, uint8_t* codes, float* y) {
     static const float kInv6 = 1.0f / 6.0f;
     static const float kFloor = 6.0f * std::ldexp(1.0f, -126);
@@ -91,11 +124,8 @@ uint8_t fp4_index_quant_group(const float* x, uint8_t* codes, float* y) {
     for (int i = 0; i < kFp4IndexGroup; ++i) amax = std::max(amax, std::fabs(x[i]));
     uint8_t scale = round_scale_pow2_e8m0(std::max(amax, kFloor), kInv6);
     float s = e8m0_to_float(scale);
-    for (int i = 0; i < kFp4IndexGroup; ++i) {
-        uint8_t code = float_to_e2m1(std::clamp(x[i] / s, -kE2M1Max, kE2M1Max));
-        if (codes) codes[i] = code;
-        if (y) y[i] = round_to_bf16(e2m1_to_float(code) * s);
-    }
+    // s = 2^e with e in [-126, 127] (the floor), so 1 / s = 2^-e is exact (a subnormal at e = 127)
+    e2m1_round_group<kFp4IndexGroup, true>(x, s, codes, y);
     return scale;
 }
 
@@ -105,11 +135,7 @@ uint8_t fp4_kv_quant_group(const float* x, uint8_t* codes, float* y) {
     for (int i = 0; i < kFp4KvGroup; ++i) amax = std::max(amax, std::fabs(x[i]));
     uint8_t scale = float_to_e4m3(std::max(amax, kFloor) / kE2M1Max);
     float s = e4m3_to_float(scale);
-    for (int i = 0; i < kFp4KvGroup; ++i) {
-        uint8_t code = float_to_e2m1(std::clamp(x[i] / s, -kE2M1Max, kE2M1Max));
-        if (codes) codes[i] = code;
-        if (y) y[i] = round_to_bf16(e2m1_to_float(code) * s);
-    }
+    e2m1_round_group<kFp4KvGroup, false>(x, s, codes, y);
     return scale;
 }
 

@@ -2,6 +2,8 @@
 // ties, saturation, and the power-of-two scale rules, against brute-force nearest-value searches.
 #include <gtest/gtest.h>
 
+#include <algorithm>
+#include <bit>
 #include <cmath>
 #include <limits>
 #include <random>
@@ -183,6 +185,44 @@ TEST(Fp4Qdq, IndexVariantUsesPow2ScaleOverSix) {
     float zeros[32] = {};
     EXPECT_EQ(e8m0_to_float(fp4_index_quant_group(zeros, codes, y)), std::ldexp(1.0f, -126));
     for (float v : y) EXPECT_EQ(v, 0.0f);
+}
+
+// Both fp4 QDQs against their plain definition -- code = float_to_e2m1(clamp(x / s, -6, 6)), y = bf16(e2m1(code) *
+// s) -- over random groups with ties at every code boundary, values past 6 s, infinities, NaNs, signed zeros and
+// subnormals (the quantizers compute it branch-free, vectorized).
+TEST(Fp4Qdq, BothVariantsAreTheirDefinition) {
+    std::mt19937 rng(21);
+    std::uniform_real_distribution<float> uni(-1.0f, 1.0f);
+    std::uniform_int_distribution<int> pick(0, 15), expo(-140, 20);
+    static constexpr float kBoundaries[] = {0.25f, 0.75f, 1.25f, 1.75f, 2.5f, 3.5f, 5.0f, 6.0f, 7.0f};
+    for (int trial = 0; trial < 4000; ++trial) {
+        float x[32];
+        const float base = std::ldexp(1.0f, expo(rng));
+        for (float& v : x) v = uni(rng) * base;
+        // ties: a group whose largest value makes the scale s, others at boundary multiples of s
+        x[0] = 6.0f * base * (trial % 2 ? 1.0f : -1.0f);
+        for (int i = 1; i < 32; ++i) {
+            const int kind = pick(rng);
+            if (kind < 5) x[i] = kBoundaries[pick(rng) % 9] * base * (pick(rng) % 2 ? 1.0f : -1.0f);
+            else if (kind == 5 && trial % 7 == 0) x[i] = std::numeric_limits<float>::quiet_NaN();
+            else if (kind == 6 && trial % 11 == 0) x[i] = -std::numeric_limits<float>::infinity();
+            else if (kind == 7) x[i] = -0.0f;
+            else if (kind == 8) x[i] = std::ldexp(uni(rng), -140);
+        }
+        for (int n : {32, 16}) {
+            uint8_t codes[32], want_codes[32];
+            float y[32];
+            float s;
+            if (n == 32) s = e8m0_to_float(fp4_index_quant_group(x, codes, y));
+            else s = e4m3_to_float(fp4_kv_quant_group(x, codes, y));
+            for (int i = 0; i < n; ++i) {
+                want_codes[i] = float_to_e2m1(std::clamp(x[i] / s, -kE2M1Max, kE2M1Max));
+                ASSERT_EQ(codes[i], want_codes[i]) << "n=" << n << " x=" << x[i] << " s=" << s;
+                const float want = round_to_bf16(e2m1_to_float(want_codes[i]) * s);
+                ASSERT_EQ(std::bit_cast<uint32_t>(y[i]), std::bit_cast<uint32_t>(want)) << "n=" << n << " x=" << x[i];
+            }
+        }
+    }
 }
 
 TEST(Fp4Qdq, KvVariantUsesE4M3ScalePerSixteen) {
