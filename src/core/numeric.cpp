@@ -23,6 +23,42 @@ std::array<float, 256> make_e4m3_table() {
 }
 const std::array<float, 256> kE4M3Table = make_e4m3_table();
 
+// |q| rounded to e2m1 (spec §4.4): the code's 3 magnitude bits and its value, nearest with ties to the even code
+// (0.25->0, 0.75->1.0, 1.25->1.0, 1.75->2.0, 2.5->2.0, 3.5->4.0, 5.0->4.0); a >= 6 gives 6, NaN gives 0. Branch-free
+// (boundaries compared and counted), so that loops over it vectorize.
+struct E2m1 {
+    int code;
+    float magnitude;
+};
+inline E2m1 e2m1_nearest(float a) {
+    const int halves = (a > 0.25f) + (a >= 0.75f) + (a > 1.25f) + (a >= 1.75f);
+    const int ones = (a > 2.5f) + (a >= 3.5f), twos = a > 5.0f;
+    return {halves + ones + twos, 0.5f * static_cast<float>(halves) + static_cast<float>(ones) + 2.0f * twos};
+}
+
+// kN values q[i] = x[i] / s, each rounded to e2m1 (float_to_e2m1 of q clamped to [-6, 6]: e2m1_nearest of |q|, NaN a
+// zero of its sign), to codes (when given) and to y[i] = bf16(value * s) (when given). Into local arrays, so that
+// the compiler vectorizes it: the indexer queries' QDQ of a prefill
+// went through float_to_e2m1 value by value (~3% of a 2048-token prefill, docs/PERFORMANCE.md). kPow2: s is a
+// power of two whose inverse is exact, so x * (1 / s) is x / s exactly.
+template <int kN, bool kPow2>
+void e2m1_round_group(const float* x, float s, uint8_t* codes, float* y) {
+    const float inv = 1.0f / s;
+    uint8_t c[kN];
+    float v[kN];
+    for (int i = 0; i < kN; ++i) {
+        const float q = kPow2 ? x[i] * inv : x[i] / s;
+        const E2m1 e = e2m1_nearest(std::fabs(q));
+        const uint32_t sign = std::bit_cast<uint32_t>(q) >> 31;
+        c[i] = static_cast<uint8_t>(e.code + 8 * sign);
+        v[i] = std::bit_cast<float>(std::bit_cast<uint32_t>(e.magnitude) | sign << 31) * s;
+    }
+    if (codes)
+        for (int i = 0; i < kN; ++i) codes[i] = c[i];
+    if (y)
+        for (int i = 0; i < kN; ++i) y[i] = round_to_bf16(v[i]);
+}
+
 }  // namespace
 
 float e4m3_to_float(uint8_t code) { return kE4M3Table[code]; }
@@ -57,13 +93,7 @@ uint8_t float_to_e4m3(float f) {
 }
 
 uint8_t float_to_e2m1(float f) {
-    // Boundaries between consecutive codes; at an exact tie the result goes up only to an even code.
-    static constexpr float kMids[7] = {0.25f, 0.75f, 1.25f, 1.75f, 2.5f, 3.5f, 5.0f};
-    static constexpr bool kTieUp[7] = {false, true, false, true, false, true, false};
-    float a = std::fabs(f);
-    uint8_t code = 0;
-    for (int i = 0; i < 7; ++i) code += (a > kMids[i]) || (a == kMids[i] && kTieUp[i]);
-    return code | (std::signbit(f) ? 8 : 0);
+    return static_cast<uint8_t>(e2m1_nearest(std::fabs(f)).code | (std::signbit(f) ? 8 : 0));
 }
 
 uint8_t act_quant_scale(float amax) {
@@ -85,37 +115,6 @@ void act_qdq_group(float* x) {
     float s = e8m0_to_float(act_quant_group(x, codes));
     for (int i = 0; i < kActQuantGroup; ++i) x[i] = round_to_bf16(e4m3_to_float(codes[i]) * s);
 }
-
-namespace {
-
-// kN values q[i] = x[i] / s, each rounded to e2m1 (float_to_e2m1 of q clamped to [-6, 6]: nearest, ties to the even
-// code; |q| >= 6 gives 6, NaN a zero of its sign), to codes (when given) and to y[i] = bf16(value * s) (when
-// given). Branch-free, into local arrays, so that the compiler vectorizes it: the indexer queries' QDQ of a prefill
-// went through float_to_e2m1 value by value (~3% of a 2048-token prefill, docs/PERFORMANCE.md). kPow2: s is a
-// power of two whose inverse is exact, so x * (1 / s) is x / s exactly.
-template <int kN, bool kPow2>
-void e2m1_round_group(const float* x, float s, uint8_t* codes, float* y) {
-    const float inv = 1.0f / s;
-    uint8_t c[kN];
-    float v[kN];
-    for (int i = 0; i < kN; ++i) {
-        const float q = kPow2 ? x[i] * inv : x[i] / s;
-        const float a = std::fabs(q);
-        // the boundaries between codes (0.25, 0.75, ... 5): a tie goes up only to an even code
-        const int halves = (a > 0.25f) + (a >= 0.75f) + (a > 1.25f) + (a >= 1.75f);
-        const int ones = (a > 2.5f) + (a >= 3.5f), twos = a > 5.0f;
-        const uint32_t sign = std::bit_cast<uint32_t>(q) >> 31;
-        c[i] = static_cast<uint8_t>(halves + ones + twos + 8 * sign);
-        const float magnitude = 0.5f * static_cast<float>(halves) + static_cast<float>(ones) + 2.0f * twos;
-        v[i] = std::bit_cast<float>(std::bit_cast<uint32_t>(magnitude) | sign << 31) * s;
-    }
-    if (codes)
-        for (int i = 0; i < kN; ++i) codes[i] = c[i];
-    if (y)
-        for (int i = 0; i < kN; ++i) y[i] = round_to_bf16(v[i]);
-}
-
-}  // namespace
 
 uint8_t fp4_index_quant_group(const float* x, uint8_t* codes, float* y) {
     static const float kInv6 = 1.0f / 6.0f;

@@ -408,15 +408,25 @@ void gemm_dense(void (*run)(const DenseGemmTask&), const void* x, int64_t n, int
 
 }  // namespace
 
+namespace {
+// The kBf16Tiles layout of w where it has one and the table's tile kernel (`has_kernel`) reads it, else null (the
+// weight is read as it is). Both bf16 weight GEMMs take it.
+const PackedWeight* bf16_tiles_of(const Bf16Matrix& w, bool has_kernel) {
+    const PackedWeight* pw = w.prepared;
+    if (!pw || pw->layout != PackedLayout::kBf16Tiles || !has_kernel) return nullptr;
+    DI_CHECK_MSG(pw->rows == w.rows && pw->cols == w.cols, "prepared bf16 weight {}x{} vs matrix {}x{}", pw->rows,
+                 pw->cols, w.rows, w.cols);
+    return pw;
+}
+}  // namespace
+
 void gemm_bf16(const IsaOps& ops, const bf16* x, int64_t n, const Bf16Matrix& w, bf16* out, int64_t ldo,
                ThreadPool& pool) {
-    const PackedWeight* pw = w.prepared;
-    if (!pw || pw->layout != PackedLayout::kBf16Tiles || !ops.gemm_bf16_tiles || !ops.bf16_pair_tiles) {
+    const PackedWeight* pw = bf16_tiles_of(w, ops.gemm_bf16_tiles && ops.bf16_pair_tiles);
+    if (!pw) {
         gemm_dense(ops.gemm_bf16, x, n, w.cols, w.data, w.rows, 2, out, 2, ldo, pool);
         return;
     }
-    DI_CHECK_MSG(pw->rows == w.rows && pw->cols == w.cols, "prepared bf16 weight {}x{} vs matrix {}x{}", pw->rows,
-                 pw->cols, w.rows, w.cols);
     if (n == 0 || w.rows == 0) return;
     // On tiles (a weight prepares kBf16Tiles only where they run, for every n: rows stay invariant). The rows go
     // once per call into pairs of A tiles (in the calling thread's scratch), then pairs of row groups over the pool.
@@ -482,13 +492,11 @@ void prepare_bf16(const IsaOps& ops, const Bf16Matrix& w, PackedWeight* out, Thr
 
 void gemm_f32_bf16w(const IsaOps& ops, const float* x, int64_t n, const Bf16Matrix& w, float* out, int64_t ldo,
                     ThreadPool& pool) {
-    const PackedWeight* pw = w.prepared;
-    if (!pw || pw->layout != PackedLayout::kBf16Tiles || !ops.gemm_f32_bf16w_tiles) {
+    const PackedWeight* pw = bf16_tiles_of(w, ops.gemm_f32_bf16w_tiles != nullptr);
+    if (!pw) {
         gemm_dense(ops.gemm_f32_bf16w, x, n, w.cols, w.data, w.rows, 2, out, 4, ldo, pool);
         return;
     }
-    DI_CHECK_MSG(pw->rows == w.rows && pw->cols == w.cols, "prepared bf16 weight {}x{} vs matrix {}x{}", pw->rows,
-                 pw->cols, w.rows, w.cols);
     if (n == 0 || w.rows == 0) return;
     // The rows split once per call into the planes (in the calling thread's scratch), then row groups over the pool.
     const int64_t k = w.cols, kb_count = k / 32, groups = row_groups(w.rows);

@@ -324,10 +324,9 @@ struct RunPair {
 
 constexpr int64_t kDecodeAheadMinPasses = 4;
 
-// Block kb0 + j of pair p (G groups) decoded into block j of the buffer.
-void decode_chunk_block(const QuantGemmTask& t, const RunPair& p, int64_t kb0, int64_t j, const Fp8ScaledDecode& dec,
-                        ChunkBuffer& buffer) {
-    const PairStreams streams(t, p.g0);
+// Block kb0 + j of pair p (G groups, its streams) decoded into block j of the buffer.
+void decode_chunk_block(const RunPair& p, const PairStreams& streams, int64_t kb0, int64_t j,
+                        const Fp8ScaledDecode& dec, ChunkBuffer& buffer) {
     const uint8_t* codes = streams.codes + (kb0 + j) * p.G * kFp8BlockBytes;
     if (p.G == 2)
         decode_pair_block<2, kManyRowsAhead, true>(dec, codes, BlockDeltas<2>(streams.scales, nullptr, kb0 + j, p.shift),
@@ -352,14 +351,21 @@ void multiply_run(const QuantGemmTask& t, const RunPair* run, int count) {
     auto chunk_of = [&](int64_t step) { return step / count * kChunkBlocks; };
     auto blocks_of = [&](int64_t step) { return std::min(kChunkBlocks, kb_count - chunk_of(step)); };
     const bool ahead = passes >= kDecodeAheadMinPasses;
-    for (int64_t j = 0; j < blocks_of(0) && ahead; ++j) decode_chunk_block(t, run[0], 0, j, dec, buffers[0]);
+    if (ahead) {
+        const PairStreams streams(t, run[0].g0);
+        for (int64_t j = 0; j < blocks_of(0); ++j) decode_chunk_block(run[0], streams, 0, j, dec, buffers[0]);
+    }
     for (int64_t step = 0; step < steps; ++step) {
         const RunPair& p = run[step % count];
         const int64_t kb0 = chunk_of(step), blocks = blocks_of(step);
-        for (int64_t j = 0; j < blocks && !ahead; ++j) decode_chunk_block(t, p, kb0, j, dec, buffers[0]);
+        if (!ahead) {
+            const PairStreams streams(t, p.g0);
+            for (int64_t j = 0; j < blocks; ++j) decode_chunk_block(p, streams, kb0, j, dec, buffers[0]);
+        }
         const ChunkBuffer& b = buffers[ahead ? step % 2 : 0];
         const bool next = ahead && step + 1 < steps;
         const RunPair& np = run[(step + 1) % count];
+        const PairStreams next_streams(t, np.g0);
         const int64_t nkb0 = next ? chunk_of(step + 1) : 0, nblocks = next ? blocks_of(step + 1) : 0;
         const int64_t per_pass = (nblocks + passes - 1) / passes;
         int64_t decoded = 0;
@@ -370,7 +376,7 @@ void multiply_run(const QuantGemmTask& t, const RunPair* run, int count) {
             if (p.G == 2) multiply_chunk<2>(a0, a1, b, blocks, kb0 == 0, p.c + 2 * i, p.c + 2 * i + 2);
             else multiply_chunk<1>(a0, a1, b, blocks, kb0 == 0, p.c + 2 * i, p.c + 2 * i + 2);
             for (int64_t e = std::min(nblocks, decoded + per_pass); decoded < e; ++decoded)
-                decode_chunk_block(t, np, nkb0, decoded, dec, buffers[(step + 1) % 2]);
+                decode_chunk_block(np, next_streams, nkb0, decoded, dec, buffers[(step + 1) % 2]);
         }
     }
     for (int q = 0; q < count; ++q)
