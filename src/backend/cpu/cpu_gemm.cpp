@@ -439,11 +439,11 @@ void gemm_bf16(const IsaOps& ops, const bf16* x, int64_t n, const Bf16Matrix& w,
     });
     for_chunks(pool, group_pairs, chunk_size(group_pairs, pool, 1), [](int) {}, [&](int64_t q0, int64_t q1, int) {
         ThreadScratch& s = thread_scratch();
-        s.dense.ensure(static_cast<size_t>(kBf16TileSumsFloats) * sizeof(float));
         const int64_t g0 = 2 * q0, g1 = std::min(groups, 2 * q1);
-        ops.gemm_bf16_tiles(DenseGemmTask{acts, n, k, pw->data + g0 * kb_count * kBf16TileBytes,
-                                          std::min(w.rows, g1 * kGroupRows) - g0 * kGroupRows, out + g0 * kGroupRows,
-                                          ldo, s.dense.as<float>()});
+        const int64_t rows = std::min(w.rows, g1 * kGroupRows) - g0 * kGroupRows;
+        s.dense.ensure(static_cast<size_t>(bf16_tile_sums_floats(n, k, rows)) * sizeof(float));
+        ops.gemm_bf16_tiles(DenseGemmTask{acts, n, k, pw->data + g0 * kb_count * kBf16TileBytes, rows,
+                                          out + g0 * kGroupRows, ldo, s.dense.as<float>()});
     });
 }
 

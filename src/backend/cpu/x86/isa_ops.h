@@ -24,12 +24,26 @@ inline constexpr size_t kProbeAheadBytes = 16384;
 // Row groups per pass of the AVX-512 table's gemm_f32_bf16w on tiles (gemm_head_amx.cpp: one C tile each), and
 // the fewest weight rows for which prepare_bf16 makes the tiles (cpu_gemm.cpp).
 inline constexpr int64_t kBf16TilePassGroups = 4, kBf16TilesMinRows = 64;
-// gemm_bf16 on tiles (avx512/gemm_bf16_amx.cpp): items of up to kBf16TileItemRows activation rows, k in chunks of
-// kBf16TileChunkBlocks blocks (a pair of row groups' chunk, 16 KB, stays in L1 for every row pair of the item), the
-// item's C tiles waiting in the task's scratch between chunks (kBf16TileSumsFloats). Activations come as pairs of row
-// tiles (IsaOps::bf16_pair_tiles): bf16_pair_tiles_elems(n, k) elements.
-inline constexpr int64_t kBf16TileItemRows = 256, kBf16TileChunkBlocks = 8;
-inline constexpr int64_t kBf16TileSumsFloats = kBf16TileItemRows / 32 * 4 * 256;
+// gemm_bf16 on tiles (avx512/gemm_bf16_amx.cpp): items of up to kBf16TileItemRows activation rows (the weight streams
+// from memory once per item), k in passes of bf16_tile_pass_blocks blocks (the item's activations of a pass, at most
+// kBf16TileItemActBytes, stay in L2 while the task's pairs of row groups stream past them) and, within a pass, chunks
+// of kBf16TileChunkBlocks blocks (a pair of row groups' chunk, 16 KB, stays in L1 for every row pair of the item). A
+// pair of row groups' C tiles wait in the task's scratch between chunks and between passes (bf16_tile_sums_floats).
+// Activations come as pairs of row tiles (IsaOps::bf16_pair_tiles): bf16_pair_tiles_elems(n, k) elements.
+inline constexpr int64_t kBf16TileItemRows = 256, kBf16TileChunkBlocks = 8, kBf16TileItemActBytes = 1 << 20;
+// Blocks of k per pass for an item of `pairs` row pairs (one pair: all of k, its sums staying in the tiles).
+inline int64_t bf16_tile_pass_blocks(int64_t pairs, int64_t kb_count) {
+    const int64_t fit = kBf16TileItemActBytes / (pairs * 2048) / kBf16TileChunkBlocks * kBf16TileChunkBlocks;
+    if (pairs == 1 || fit >= kb_count) return kb_count;
+    return fit > kBf16TileChunkBlocks ? fit : kBf16TileChunkBlocks;
+}
+// Scratch floats of a task of `rows` weight rows: one item's sums (4 C tiles per row pair) per pair of row groups
+// where k takes more than one pass, else those of one pair of row groups.
+inline int64_t bf16_tile_sums_floats(int64_t n, int64_t k, int64_t rows) {
+    const int64_t pairs = ((n < kBf16TileItemRows ? n : kBf16TileItemRows) + 31) / 32;
+    const int64_t group_pairs = bf16_tile_pass_blocks(pairs, k / 32) < k / 32 ? (rows + 31) / 32 : 1;
+    return group_pairs * pairs * 4 * 256;
+}
 inline int64_t bf16_pair_tiles_elems(int64_t n, int64_t k) { return (n + 31) / 32 * 32 * k; }
 // The most rows of one work item of an fp8 GEMM on AMX tiles (IsaOps::fp8_tile_item_rows), and the fp32 sums of
 // kTileRunPairs pairs of row groups of such an item that wait in the task's scratch between chunks of k
@@ -266,7 +280,7 @@ struct IsaOps {
     int64_t (*fp8_tile_item_rows)() = nullptr;
     // Optional (AVX-512; call only where amx_enabled()): gemm_bf16 on a kBf16Tiles weight. task.x holds the rows as
     // bf16_pair_tiles gives them, task.w the tiles of the first row group, task.rows the valid rows from there,
-    // task.scratch kBf16TileSumsFloats.
+    // task.scratch bf16_tile_sums_floats(n, k, rows).
     void (*gemm_bf16_tiles)(const DenseGemmTask& task) = nullptr;
     // ... and its activations: row pairs [p0, p1) of x [n, k] as pairs of 16-row A tiles, block by block (pair p's
     // block kb at (p * k / 32 + kb) * 1024 elements: the tile of rows 32 p .. 32 p + 15, then that of the next 16),

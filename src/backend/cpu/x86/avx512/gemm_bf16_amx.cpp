@@ -12,17 +12,25 @@
 //
 // Tiles (configure_tile_pair): C of row tile i and group g at 2 i + g, A of row tile i at 4 + i, B of group g at
 // 6 + g. The activations come as pairs of row tiles (bf16_pair_tiles: each block's two 1 KB A tiles side by side,
-// one sequential stream per row pair). Work: items of up to kBf16TileItemRows rows, fewer for long rows (the item's
-// activations stay in L2); per pair of row groups, k in chunks of kBf16TileChunkBlocks blocks, each chunk's B tiles
-// (16 KB) brought into L1 during the chunk before and multiplied by every row pair of the item, A from L2, the C
-// tiles waiting in the task's scratch between chunks.
+// one sequential stream per row pair). Work (isa_ops.h): items of up to kBf16TileItemRows rows, so the weight streams
+// from memory once per 256 rows; k in passes whose activations (at most 1 MB) stay in L2 while the task's pairs of
+// row groups stream past them; within a pass, per pair of row groups, chunks of kBf16TileChunkBlocks blocks, each
+// chunk's B tiles (16 KB) brought into L1 during the chunk before and multiplied by every row pair of the item, A
+// from L2. The C tiles wait in the task's scratch between chunks and passes, one item's per pair of row groups.
+//
+// Why passes: one core streams the weight through its 16 line fill buffers at ~8-9 GB/s here (each prefetched line
+// holds one for a memory latency), and items sized to keep all of k's activations in L2 (128 rows at k = 4096) read
+// the weight twice at n = 256: 2 x 128 flops per weight byte capped the kernel at ~1100 GFLOP/s per core. Items of
+// 256 rows in passes of half of k: ~20% faster in a scratch replica at k = 4096 (docs/PERFORMANCE.md).
 //
 // Where the time goes (scratch loops on the Intel Xeon of docs/PERFORMANCE.md, one core, 2x2 tiles): all four tile
-// loads from L1 ~80-85% of the tile peak; A from L2 and B from L1, the sums kept in the tiles, ~85%; the same with
+// loads from L1 ~80-85% of the tile peak; A from L2 and B from L1, the sums kept in the tiles, ~75-85%; the same with
 // the four C tiles stored and reloaded every 8 blocks ~60%, every 16 ~67% (a C store waits for the tile's last
-// product: the unit drains); sums kept in the tiles over all of k with A and B both from L2 ~55%. Chunks of 12-24
-// blocks (the B chunk leaves L1), A read with the streaming hint, C partial sums added by vector code instead of
-// reloaded, items of 512 rows: each measured slower here.
+// product: the unit drains); sums kept in the tiles over all of k with A and B both from L2 ~55% (a tile register is
+// reloaded only once the products reading it are done: an L2 load's latency shows). Chunks of 4 or 12-24 blocks (the
+// B chunk leaves L1), C partial sums added by vector code instead of reloaded, items of 512 rows, the weight's two
+// groups interleaved block by block, prefetching A into L1 ahead (software) or B two chunks ahead into L2: each
+// measured slower or no faster here.
 #include <immintrin.h>
 
 #include <cstdint>
@@ -36,13 +44,13 @@ namespace {
 
 constexpr int64_t kTileBytes = 1024;  // one A or B tile: 16 rows of 64 bytes
 constexpr int kTileRows = 16;
-constexpr int64_t kItemActBytes = 1 << 20;
 
 // The C tiles of one row pair += its A tiles (at a: Two row tiles) x B tiles b0, b1 (G groups) of one block.
 template <int G, bool Two>
 inline void multiply_block(const uint8_t* a, const uint8_t* b0, const uint8_t* b1) {
-    _tile_loadd(4, a, 64);
-    if constexpr (Two) _tile_loadd(5, a + kTileBytes, 64);
+    // (A with the streaming hint: 1-8% faster here, the B chunk and the sums keeping more of L1)
+    _tile_stream_loadd(4, a, 64);
+    if constexpr (Two) _tile_stream_loadd(5, a + kTileBytes, 64);
     _tile_loadd(6, b0, 64);
     if constexpr (G == 2) _tile_loadd(7, b1, 64);
     _tile_dpbf16ps(0, 4, 6);
@@ -85,25 +93,27 @@ void store_out(const DenseGemmTask& t, float (*c)[256], int64_t i0, int64_t g0) 
     }
 }
 
-// Row groups g0 (and g0 + 1 when G = 2) against the item's `pairs` row pairs from row i0.
+// Row groups g0 (and g0 + 1 when G = 2) against the item's `pairs` row pairs from row i0, blocks [kb0, kb1) of k;
+// sums: their C tiles between chunks and passes (4 per row pair).
 template <int G, bool Two>
-void group_pair(const DenseGemmTask& t, int64_t i0, int64_t pairs, int64_t g0, float (*sums)[256]) {
+void group_pair(const DenseGemmTask& t, int64_t i0, int64_t pairs, int64_t g0, int64_t kb0, int64_t kb1,
+                float (*sums)[256]) {
     const int64_t kb_count = t.k / 32;
     const auto* w = static_cast<const uint8_t*>(t.w);
     const uint8_t* b0 = w + g0 * kb_count * kTileBytes;
     const uint8_t* b1 = b0 + kb_count * kTileBytes;
     const uint8_t* acts = static_cast<const uint8_t*>(t.x) + i0 / 32 * kb_count * 2 * kTileBytes;
-    // One row pair reuses no chunk: its sums stay in the tiles over all of k.
+    // One row pair reuses no chunk: its sums stay in the tiles over all of k (one pass).
     const int64_t chunk = pairs == 1 ? kb_count : kBf16TileChunkBlocks;
     alignas(64) float finished[4][256];
-    for (int64_t k0 = 0; k0 < kb_count; k0 += chunk) {
-        const int64_t k1 = k0 + chunk < kb_count ? k0 + chunk : kb_count;
-        // The next chunk's B tiles (this pair's, else the next pair's first) into L1, a few lines per block step
-        // of the row pairs: the first row pair of a chunk otherwise waits for each of them in turn, and a burst of
-        // them (a row pair's share at once) stalled on the fill buffers. (Past the weight's last group the addresses
-        // are not read: prefetches do not fault.)
-        const uint8_t* next0 = k1 < kb_count ? b0 + k1 * kTileBytes : b0 + 2 * kb_count * kTileBytes;
-        const int64_t next_tiles = k1 < kb_count ? kb_count - k1 : kb_count;
+    for (int64_t k0 = kb0; k0 < kb1; k0 += chunk) {
+        const int64_t k1 = k0 + chunk < kb1 ? k0 + chunk : kb1;
+        // The next chunk's B tiles (this pair's, else the next pair's first of this pass) into L1, a few lines per
+        // block step of the row pairs: the first row pair of a chunk otherwise waits for each of them in turn, and a
+        // burst of them (a row pair's share at once) stalled on the fill buffers. (Past the weight's last group the
+        // addresses are not read: prefetches do not fault.)
+        const uint8_t* next0 = k1 < kb1 ? b0 + k1 * kTileBytes : b0 + (2 * kb_count + kb0) * kTileBytes;
+        const int64_t next_tiles = k1 < kb1 ? kb1 - k1 : kb1 - kb0;
         const int64_t next_lines = (next_tiles < chunk ? next_tiles : chunk) * kTileBytes / 64;
         const int64_t per_step = (next_lines + pairs * (k1 - k0) - 1) / (pairs * (k1 - k0));
         int64_t line = 0;
@@ -161,26 +171,26 @@ void bf16_pair_tiles(const bf16* x, int64_t n, int64_t k, int64_t p0, int64_t p1
 }
 
 void gemm_bf16_tiles(const DenseGemmTask& t) {
-    const int64_t groups = (t.rows + kTileRows - 1) / kTileRows;
+    const int64_t groups = (t.rows + kTileRows - 1) / kTileRows, kb_count = t.k / 32;
     auto* sums = reinterpret_cast<float(*)[256]>(t.scratch);
     // Up to 16 rows: one row tile of n rows (fewer rows, faster products); else pairs of 16-row tiles (the pair
     // tiles' rows past n are zero).
     const bool two = t.n > kTileRows;
     configure_tile_pair(two ? kTileRows : static_cast<int>(t.n), two ? kTileRows : 0);
-    // Items whose activations (rows x k x 2 bytes) take at most kItemActBytes: they stay in L2 while the item's pairs
-    // of row groups stream past them. (Two threads, k = 4096, n = 1024: items of 256 rows 1295 GFLOP/s, 128 rows
-    // 1740-1874; k = 8192: 256 rows 1030, 64 rows 1308-1429.)
-    int64_t item_rows = kItemActBytes / (2 * t.k) / 32 * 32;
-    item_rows = item_rows < 32 ? 32 : item_rows > kBf16TileItemRows ? kBf16TileItemRows : item_rows;
-    for (int64_t i0 = 0; i0 < t.n; i0 += item_rows) {
-        const int64_t item = t.n - i0 < item_rows ? t.n - i0 : item_rows;
-        const int64_t pairs = (item + 31) / 32;
-        for (int64_t g0 = 0; g0 < groups; g0 += 2) {
-            const bool pair = g0 + 1 < groups;
-            if (two && pair) group_pair<2, true>(t, i0, pairs, g0, sums);
-            else if (two) group_pair<1, true>(t, i0, pairs, g0, sums);
-            else if (pair) group_pair<2, false>(t, i0, pairs, g0, sums);
-            else group_pair<1, false>(t, i0, pairs, g0, sums);
+    for (int64_t i0 = 0; i0 < t.n; i0 += kBf16TileItemRows) {
+        const int64_t item = t.n - i0 < kBf16TileItemRows ? t.n - i0 : kBf16TileItemRows;
+        const int64_t pairs = (item + 31) / 32, pass = bf16_tile_pass_blocks(pairs, kb_count);
+        for (int64_t kb0 = 0; kb0 < kb_count; kb0 += pass) {
+            const int64_t kb1 = kb0 + pass < kb_count ? kb0 + pass : kb_count;
+            for (int64_t g0 = 0; g0 < groups; g0 += 2) {
+                // (one pass: every pair of row groups reuses the same sums)
+                float(*c)[256] = pass < kb_count ? sums + g0 / 2 * pairs * 4 : sums;
+                const bool pair = g0 + 1 < groups;
+                if (two && pair) group_pair<2, true>(t, i0, pairs, g0, kb0, kb1, c);
+                else if (two) group_pair<1, true>(t, i0, pairs, g0, kb0, kb1, c);
+                else if (pair) group_pair<2, false>(t, i0, pairs, g0, kb0, kb1, c);
+                else group_pair<1, false>(t, i0, pairs, g0, kb0, kb1, c);
+            }
         }
     }
     _tile_release();
