@@ -77,6 +77,12 @@ inline void load_sums(float (*c)[256]) {
     load_c_tiles<G>(0, c);
     if constexpr (Two) load_c_tiles<G>(1, c + 2);
 }
+// One row pair's C tiles out to `out`, the next's in from `in` (or zeroed), tile by tile (swap_c_tiles).
+template <int G, bool Two>
+inline void swap_sums(float (*out)[256], float (*in)[256], bool zero) {
+    swap_c_tiles<G>(0, out, in, zero);
+    if constexpr (Two) swap_c_tiles<G>(1, out + 2, in + 2, zero);
+}
 
 // The rows [i0, i0 + 32) of a row pair's finished sums (c[2 i + g]: row tile i, group g) to bf16 out, row group g0 + g.
 template <int G, bool Two>
@@ -119,8 +125,11 @@ void group_pair(const DenseGemmTask& t, int64_t i0, int64_t pairs, int64_t g0, i
         int64_t line = 0;
         for (int64_t p = 0; p < pairs; ++p) {
             float(*c)[256] = sums + 4 * p;
-            if (k0 == 0) zero_sums<G, Two>();
-            else load_sums<G, Two>(c);
+            // (the pairs after the first come in as the one before goes out)
+            if (p == 0) {
+                if (k0 == 0) zero_sums<G, Two>();
+                else load_sums<G, Two>(c);
+            }
             const uint8_t* a = acts + (p * kb_count + k0) * 2 * kTileBytes;
             for (int64_t kb = k0; kb < k1; ++kb, a += 2 * kTileBytes) {
                 if (pairs == 1) {
@@ -142,12 +151,11 @@ void group_pair(const DenseGemmTask& t, int64_t i0, int64_t pairs, int64_t g0, i
                 }
                 multiply_block<G, Two>(a, b0 + kb * kTileBytes, b1 + kb * kTileBytes);
             }
-            if (k1 < kb_count) {
-                store_sums<G, Two>(c);
-                continue;
-            }
-            store_sums<G, Two>(finished);
-            store_out<G, Two>(t, finished, i0 + 32 * p, g0);
+            // this pair's sums wait in the scratch for the next chunk, or they are done
+            float(*out)[256] = k1 < kb_count ? c : finished;
+            if (p + 1 < pairs) swap_sums<G, Two>(out, c + 4, k0 == 0);
+            else store_sums<G, Two>(out);
+            if (k1 == kb_count) store_out<G, Two>(t, finished, i0 + 32 * p, g0);
         }
     }
 }
