@@ -18,19 +18,20 @@
 // chunk's B tiles (16 KB) brought into L1 during the chunk before and multiplied by every row pair of the item, A
 // from L2. The C tiles wait in the task's scratch between chunks and passes, one item's per pair of row groups.
 //
-// Why passes: one core streams the weight through its 16 line fill buffers at ~8-9 GB/s here (each prefetched line
-// holds one for a memory latency), and items sized to keep all of k's activations in L2 (128 rows at k = 4096) read
-// the weight twice at n = 256: 2 x 128 flops per weight byte capped the kernel at ~1100 GFLOP/s per core. Items of
-// 256 rows in passes of half of k: ~20% faster in a scratch replica at k = 4096 (docs/PERFORMANCE.md).
+// Why passes: one core streamed the weight through this kernel at ~8-9 GB/s here (its prefetches of lines from
+// memory hold the core's few fill buffers for a memory latency each), and items sized to keep all of k's activations
+// in L2 (128 rows at k = 4096) read the weight twice at n = 256: 128 rows give 128 flops per weight byte, ~1100
+// GFLOP/s per core at that rate, which is where the kernel stood. Items of 256 rows in passes of half of k: n = 256
+// 12-17% faster streamed by two threads, 20% in a one-core scratch replica (docs/PERFORMANCE.md).
 //
 // Where the time goes (scratch loops on the Intel Xeon of docs/PERFORMANCE.md, one core, 2x2 tiles): all four tile
 // loads from L1 ~80-85% of the tile peak; A from L2 and B from L1, the sums kept in the tiles, ~75-85%; the same with
 // the four C tiles stored and reloaded every 8 blocks ~60%, every 16 ~67% (a C store waits for the tile's last
 // product: the unit drains); sums kept in the tiles over all of k with A and B both from L2 ~55% (a tile register is
 // reloaded only once the products reading it are done: an L2 load's latency shows). Chunks of 4 or 12-24 blocks (the
-// B chunk leaves L1), C partial sums added by vector code instead of reloaded, items of 512 rows, the weight's two
-// groups interleaved block by block, prefetching A into L1 ahead (software) or B two chunks ahead into L2: each
-// measured slower or no faster here.
+// B chunk leaves L1; with the next chunk prefetched into L2 only, no faster), C partial sums added by vector code
+// instead of reloaded, items of 512 rows, the weight's two groups interleaved block by block, prefetching A into L1
+// ahead (software) or B two chunks ahead into L2: each measured slower or no faster here.
 #include <immintrin.h>
 
 #include <cstdint>
