@@ -39,6 +39,12 @@ void run_bf16(const Shape& s, uint64_t seed, bool prepared = false) {
     ThreadPool ref_pool(2);
     Output2d<bf16> ref(s.n, s.rows, ldo);
     backend::ref::kernels().gemm_bf16(x.data(), s.n, m, ref.data(), ldo, ref_pool);
+    // sum |x w| per output: where a sum cancels, another summation order may be off by more than an ulp
+    // (compare_bf16_sums; 2^-16 of it is far more than k = 8192 products' fp32 rounding in any order, typically)
+    const std::vector<bf16> ax = abs_bf16(x.data(), x.size()), aw = abs_bf16(w.data(), w.size());
+    std::vector<bf16> magnitude(s.n * s.rows);
+    backend::ref::kernels().gemm_bf16(ax.data(), s.n, Bf16Matrix{aw.data(), s.rows, s.k}, magnitude.data(), s.rows,
+                                      ref_pool);
     for (const Kernels* table : simd_tables())
         for (int threads : {1, 2, 3}) {
             SCOPED_TRACE(std::string(isa_name(table->isa)) + " threads=" + std::to_string(threads) + " " + describe(s));
@@ -50,7 +56,10 @@ void run_bf16(const Shape& s, uint64_t seed, bool prepared = false) {
             if (pw.layout != backend::PackedLayout::kNone) mt.prepared = &pw;
             table->gemm_bf16(x.data(), s.n, mt, out.data(), ldo, pool);
             EXPECT_EQ(out.integrity(), "");
-            EXPECT_EQ(check_ulps(compare_bf16(ref.data(), ldo, out.data(), ldo, s.n, s.rows), UlpBudget{1, 0.002}), "");
+            EXPECT_EQ(check_ulps(compare_bf16_sums(ref.data(), ldo, out.data(), ldo, s.n, s.rows, magnitude.data(),
+                                                   s.rows, 0x1p-16),
+                                 UlpBudget{1, 0.002}),
+                      "");
         }
 }
 
@@ -134,8 +143,53 @@ TEST(GemmBf16, PreparedShapes) {
     const Shape shapes[] = {{1, 64, 32, 0},    {5, 70, 96, 1},     {16, 96, 512, 0},  {17, 80, 256, 2},
                             {32, 128, 320, 0}, {33, 112, 288, 1},  {64, 64, 2048, 0}, {100, 100, 416, 3},
                             {256, 96, 256, 0}, {300, 144, 320, 1}, {520, 64, 96, 0},  {16, 512, 5120, 0},
-                            {100, 64, 8192, 1}, {300, 80, 2304, 2}};
+                            {100, 64, 8192, 1}, {300, 80, 2304, 2}, {300, 80, 4096, 2}};
     for (const Shape& s : shapes) run_bf16(s, seed++, true);
+}
+
+// Sums that cancel by construction: x = [a, -a], w = [b, b (1 + ~2^-6)], so each output is -sum a (w2 - b), a few
+// percent of its products' magnitudes. Summed in another order than the reference's, outputs may move by several
+// ulps there; every table, as it is and prepared (AMX tiles), must stay within compare_bf16_sums' bound -- its fp32
+// sums' own rounding -- at every output (a dropped or doubled product is far outside it).
+TEST(GemmBf16, CancellingSums) {
+    const int64_t n = 40, rows = 70, k = 2048, half = k / 2;
+    Inputs in(77);
+    std::vector<bf16> x(n * k), w(rows * k);
+    for (int64_t i = 0; i < n; ++i)
+        for (int64_t c = 0; c < half; ++c) {
+            x[i * k + c] = float_to_bf16(in.uniform(-1.0f, 1.0f));
+            x[i * k + half + c] = float_to_bf16(-bf16_to_float(x[i * k + c]));
+        }
+    for (int64_t j = 0; j < rows; ++j)
+        for (int64_t c = 0; c < half; ++c) {
+            const float b = in.uniform(-1.0f, 1.0f);
+            w[j * k + c] = float_to_bf16(b);
+            w[j * k + half + c] = float_to_bf16(b * (1.0f + in.uniform(-0x1p-6f, 0x1p-6f)));
+        }
+    ThreadPool pool(2);
+    const Bf16Matrix m{w.data(), rows, k};
+    std::vector<bf16> ref(n * rows), magnitude(n * rows);
+    backend::ref::kernels().gemm_bf16(x.data(), n, m, ref.data(), rows, pool);
+    const std::vector<bf16> ax = abs_bf16(x.data(), x.size()), aw = abs_bf16(w.data(), w.size());
+    backend::ref::kernels().gemm_bf16(ax.data(), n, Bf16Matrix{aw.data(), rows, k}, magnitude.data(), rows, pool);
+    for (const Kernels* table : simd_tables())
+        for (bool prepared : {false, true}) {
+            SCOPED_TRACE(std::string(isa_name(table->isa)) + (prepared ? " prepared" : ""));
+            Bf16Matrix mt = m;
+            backend::PackedWeight pw;
+            if (prepared && table->prepare_bf16) table->prepare_bf16(m, &pw, pool);
+            if (pw.layout != backend::PackedLayout::kNone) mt.prepared = &pw;
+            std::vector<bf16> out(n * rows);
+            table->gemm_bf16(x.data(), n, mt, out.data(), rows, pool);
+            const UlpStats plain = compare_bf16(ref.data(), rows, out.data(), rows, n, rows);
+            const UlpStats bounded =
+                compare_bf16_sums(ref.data(), rows, out.data(), rows, n, rows, magnitude.data(), rows, 0x1p-16);
+            EXPECT_EQ(check_ulps(bounded, UlpBudget{1, 1.0}), "");
+            std::printf("  %s%s: %lld of %lld outputs differ, max %lld ulps (within the sums' bound)\n",
+                        isa_name(table->isa).data(), prepared ? " prepared" : "",
+                        static_cast<long long>(plain.mismatches), static_cast<long long>(plain.count),
+                        static_cast<long long>(plain.worst));
+        }
 }
 
 TEST(GemmF32Bf16w, Shapes) {

@@ -6,6 +6,7 @@
 #include <fmt/format.h>
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cmath>
 #include <cstdint>
 #include <cstring>
@@ -127,6 +128,51 @@ inline UlpStats compare_bf16(const bf16* ref, int64_t ld_ref, const bf16* got, i
             }
         }
     return s;
+}
+
+// compare_bf16 for sums of products taken in another order than the reference's: where a sum cancels, its fp32
+// rounding errors (a few units of 2^-24 of the products' magnitudes, in either order) can move the bf16 result by
+// several ulps. An output more than 1 ulp off counts as 1 ulp when it lies within rel x magnitude (sum |a_k w_k|,
+// magnitude[i * ld_mag + j]) plus one bf16 ulp of the larger of the two; a kernel error of any size beyond that
+// counts in full. (Where nothing cancels, rel x magnitude is far below an ulp: the plain budget holds.)
+inline UlpStats compare_bf16_sums(const bf16* ref, int64_t ld_ref, const bf16* got, int64_t ld_got, int64_t rows,
+                                  int64_t cols, const bf16* magnitude, int64_t ld_mag, double rel) {
+    UlpStats s;
+    for (int64_t i = 0; i < rows; ++i)
+        for (int64_t j = 0; j < cols; ++j) {
+            const bf16 r = ref[i * ld_ref + j], g = got[i * ld_got + j];
+            int64_t u = bf16_ulps(r, g);
+            if (u > 1) {
+                const double rv = bf16_to_float(r), gv = bf16_to_float(g);
+                int e = 0;
+                std::frexp(std::max(std::fabs(rv), std::fabs(gv)), &e);  // the larger lies in [2^(e-1), 2^e)
+                const double allowed = rel * bf16_to_float(magnitude[i * ld_mag + j]) + std::ldexp(1.0, e - 8);
+                if (std::fabs(rv - gv) <= allowed) u = 1;
+            }
+            ++s.count;
+            if (u != 0) ++s.mismatches;
+            if (u > s.worst) {
+                s.worst = u;
+                s.where = fmt::format("[{}, {}] ref {} got {}", i, j, bf16_to_float(r), bf16_to_float(g));
+            }
+        }
+    return s;
+}
+// The operands' absolute values, for the magnitudes: e4m3 codes, pairs of e2m1 codes, bf16 values.
+inline std::vector<uint8_t> abs_e4m3(const uint8_t* codes, size_t count) {
+    std::vector<uint8_t> out(codes, codes + count);
+    for (uint8_t& c : out) c &= 0x7f;
+    return out;
+}
+inline std::vector<uint8_t> abs_e2m1_pairs(const uint8_t* packed, size_t bytes) {
+    std::vector<uint8_t> out(packed, packed + bytes);
+    for (uint8_t& c : out) c &= 0x77;
+    return out;
+}
+inline std::vector<bf16> abs_bf16(const bf16* x, size_t count) {
+    std::vector<bf16> out(x, x + count);
+    for (bf16& v : out) v.bits &= 0x7fff;
+    return out;
 }
 
 // Empty when within budget, else a description.
