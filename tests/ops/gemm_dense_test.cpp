@@ -40,7 +40,7 @@ void run_bf16(const Shape& s, uint64_t seed, bool prepared = false) {
     Output2d<bf16> ref(s.n, s.rows, ldo);
     backend::ref::kernels().gemm_bf16(x.data(), s.n, m, ref.data(), ldo, ref_pool);
     // sum |x w| per output: where a sum cancels, another summation order may be off by more than an ulp
-    // (compare_bf16_sums; 2^-16 of it is far more than k = 8192 products' fp32 rounding in any order, typically)
+    // (compare_bf16_sums)
     const std::vector<bf16> ax = abs_bf16(x.data(), x.size()), aw = abs_bf16(w.data(), w.size());
     std::vector<bf16> magnitude(s.n * s.rows);
     backend::ref::kernels().gemm_bf16(ax.data(), s.n, Bf16Matrix{aw.data(), s.rows, s.k}, magnitude.data(), s.rows,
@@ -57,7 +57,7 @@ void run_bf16(const Shape& s, uint64_t seed, bool prepared = false) {
             table->gemm_bf16(x.data(), s.n, mt, out.data(), ldo, pool);
             EXPECT_EQ(out.integrity(), "");
             EXPECT_EQ(check_ulps(compare_bf16_sums(ref.data(), ldo, out.data(), ldo, s.n, s.rows, magnitude.data(),
-                                                   s.rows, 0x1p-16),
+                                                   s.rows, kSumOrderRel),
                                  UlpBudget{1, 0.002}),
                       "");
         }
@@ -183,7 +183,7 @@ TEST(GemmBf16, CancellingSums) {
             table->gemm_bf16(x.data(), n, mt, out.data(), rows, pool);
             const UlpStats plain = compare_bf16(ref.data(), rows, out.data(), rows, n, rows);
             const UlpStats bounded =
-                compare_bf16_sums(ref.data(), rows, out.data(), rows, n, rows, magnitude.data(), rows, 0x1p-16);
+                compare_bf16_sums(ref.data(), rows, out.data(), rows, n, rows, magnitude.data(), rows, kSumOrderRel);
             EXPECT_EQ(check_ulps(bounded, UlpBudget{1, 1.0}), "");
             std::printf("  %s%s: %lld of %lld outputs differ, max %lld ulps (within the sums' bound)\n",
                         isa_name(table->isa).data(), prepared ? " prepared" : "",

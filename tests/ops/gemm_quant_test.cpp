@@ -30,11 +30,6 @@ std::string describe(const Shape& s) {
            std::to_string(s.pad);
 }
 
-// Where a sum cancels, a sum in another order may be this far off, relative to its products' magnitudes
-// (compare_bf16_sums): k = 8192 products summed in fp32 in two orders differ by ~sqrt(k) units of 2^-24 of the
-// magnitudes typically, 2^-11 at the very worst.
-constexpr double kSumOrderRel = 0x1p-16;
-
 // Every table against the reference; `magnitudes` runs the reference on the operands' absolute values (the sums
 // of |a w| that bound a sum's error in another order) into out [s.n, s.rows] with row stride s.rows.
 template <class Matrix, class Gemm, class Prepare, class Magnitudes>

@@ -113,28 +113,17 @@ struct UlpStats {
     std::string where;
 };
 
-inline UlpStats compare_bf16(const bf16* ref, int64_t ld_ref, const bf16* got, int64_t ld_got, int64_t rows,
-                             int64_t cols) {
-    UlpStats s;
-    for (int64_t i = 0; i < rows; ++i)
-        for (int64_t j = 0; j < cols; ++j) {
-            const int64_t u = bf16_ulps(ref[i * ld_ref + j], got[i * ld_got + j]);
-            ++s.count;
-            if (u != 0) ++s.mismatches;
-            if (u > s.worst) {
-                s.worst = u;
-                s.where = fmt::format("[{}, {}] ref {} got {}", i, j, bf16_to_float(ref[i * ld_ref + j]),
-                                      bf16_to_float(got[i * ld_got + j]));
-            }
-        }
-    return s;
-}
+// How far, relative to its products' magnitudes, a sum in another order may be off where it cancels
+// (compare_bf16_sums): k = 8192 products summed in fp32 in two orders differ by ~sqrt(k) units of 2^-24 of the
+// magnitudes typically, 2^-11 at the very worst.
+inline constexpr double kSumOrderRel = 0x1p-16;
 
 // compare_bf16 for sums of products taken in another order than the reference's: where a sum cancels, its fp32
 // rounding errors (a few units of 2^-24 of the products' magnitudes, in either order) can move the bf16 result by
 // several ulps. An output more than 1 ulp off counts as 1 ulp when it lies within rel x magnitude (sum |a_k w_k|,
 // magnitude[i * ld_mag + j]) plus one bf16 ulp of the larger of the two; a kernel error of any size beyond that
-// counts in full. (Where nothing cancels, rel x magnitude is far below an ulp: the plain budget holds.)
+// counts in full. (Where nothing cancels, rel x magnitude is far below an ulp: the plain budget holds.) Null
+// magnitude: plain ulps (compare_bf16).
 inline UlpStats compare_bf16_sums(const bf16* ref, int64_t ld_ref, const bf16* got, int64_t ld_got, int64_t rows,
                                   int64_t cols, const bf16* magnitude, int64_t ld_mag, double rel) {
     UlpStats s;
@@ -142,7 +131,7 @@ inline UlpStats compare_bf16_sums(const bf16* ref, int64_t ld_ref, const bf16* g
         for (int64_t j = 0; j < cols; ++j) {
             const bf16 r = ref[i * ld_ref + j], g = got[i * ld_got + j];
             int64_t u = bf16_ulps(r, g);
-            if (u > 1) {
+            if (u > 1 && magnitude) {
                 const double rv = bf16_to_float(r), gv = bf16_to_float(g);
                 int e = 0;
                 std::frexp(std::max(std::fabs(rv), std::fabs(gv)), &e);  // the larger lies in [2^(e-1), 2^e)
@@ -157,6 +146,11 @@ inline UlpStats compare_bf16_sums(const bf16* ref, int64_t ld_ref, const bf16* g
             }
         }
     return s;
+}
+// Every output's distance from the reference in bf16 ulps.
+inline UlpStats compare_bf16(const bf16* ref, int64_t ld_ref, const bf16* got, int64_t ld_got, int64_t rows,
+                             int64_t cols) {
+    return compare_bf16_sums(ref, ld_ref, got, ld_got, rows, cols, nullptr, 0, 0.0);
 }
 // The operands' absolute values, for the magnitudes: e4m3 codes, pairs of e2m1 codes, bf16 values.
 inline std::vector<uint8_t> abs_e4m3(const uint8_t* codes, size_t count) {

@@ -330,33 +330,26 @@ TEST(RowInvariance, DenseGemms) {
             std::vector<bf16> xb = in.bf16s(kRows * k), wb = in.bf16s(rows * k);
             std::vector<float> xf = in.floats(kRows * k), wf = in.floats(rows * k);
             const std::string shape = fmt::format("rows={} k={}", rows, k);
-            check_windows<bf16>("gemm_bf16 " + shape, rows,
-                                [&](const Kernels& t, int64_t s, int64_t n, int th, bf16* out) {
-                                    ThreadPool pool(th);
-                                    t.gemm_bf16(xb.data() + s * k, n, Bf16Matrix{wb.data(), rows, k}, out, rows, pool);
-                                });
-            // prepared by each table (AVX-512 with AMX: gemm_bf16 on tiles, for every n)
-            check_windows<bf16>("gemm_bf16 prepared " + shape, rows,
-                                [&](const Kernels& t, int64_t s, int64_t n, int th, bf16* out) {
-                                    ThreadPool pool(th);
-                                    PackedWeight pw;
-                                    const Bf16Matrix m = as_used(t, Bf16Matrix{wb.data(), rows, k}, true, &pw, pool);
-                                    t.gemm_bf16(xb.data() + s * k, n, m, out, rows, pool);
-                                });
-            check_windows<float>("gemm_f32_bf16w " + shape, rows,
-                                 [&](const Kernels& t, int64_t s, int64_t n, int th, float* out) {
-                                     ThreadPool pool(th);
-                                     t.gemm_f32_bf16w(xf.data() + s * k, n, Bf16Matrix{wb.data(), rows, k}, out, rows,
-                                                      pool);
-                                 });
-            // prepared by each table (AVX-512 with AMX: the tiles kernel, for every n)
-            check_windows<float>("gemm_f32_bf16w prepared " + shape, rows,
-                                 [&](const Kernels& t, int64_t s, int64_t n, int th, float* out) {
-                                     ThreadPool pool(th);
-                                     PackedWeight pw;
-                                     const Bf16Matrix m = as_used(t, Bf16Matrix{wb.data(), rows, k}, true, &pw, pool);
-                                     t.gemm_f32_bf16w(xf.data() + s * k, n, m, out, rows, pool);
-                                 });
+            // as they are, and prepared by each table (AVX-512 with AMX: both bf16 weight GEMMs on tiles, every n)
+            for (bool prepared : {false, true}) {
+                const std::string how = prepared ? " prepared " : " ";
+                check_windows<bf16>("gemm_bf16" + how + shape, rows,
+                                    [&](const Kernels& t, int64_t s, int64_t n, int th, bf16* out) {
+                                        ThreadPool pool(th);
+                                        PackedWeight pw;
+                                        const Bf16Matrix m =
+                                            as_used(t, Bf16Matrix{wb.data(), rows, k}, prepared, &pw, pool);
+                                        t.gemm_bf16(xb.data() + s * k, n, m, out, rows, pool);
+                                    });
+                check_windows<float>("gemm_f32_bf16w" + how + shape, rows,
+                                     [&](const Kernels& t, int64_t s, int64_t n, int th, float* out) {
+                                         ThreadPool pool(th);
+                                         PackedWeight pw;
+                                         const Bf16Matrix m =
+                                             as_used(t, Bf16Matrix{wb.data(), rows, k}, prepared, &pw, pool);
+                                         t.gemm_f32_bf16w(xf.data() + s * k, n, m, out, rows, pool);
+                                     });
+            }
             check_windows<float>("gemm_f32 " + shape, rows,
                                  [&](const Kernels& t, int64_t s, int64_t n, int th, float* out) {
                                      ThreadPool pool(th);
