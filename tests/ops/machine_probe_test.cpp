@@ -1,8 +1,11 @@
-// The machine probes bench-ops measures the kernels against: the AMX tile probe must do the products it counts
-// (its sums checked exactly), and report a peak only where the tiles run.
+// The machine probes bench-ops measures the kernels against: the read probe must read every byte it counts in both
+// of its passes, the AMX tile probe must do the products it counts (their sums checked exactly), and each reports a
+// figure only where it runs.
 #include <gtest/gtest.h>
 
 #include <cmath>
+#include <cstring>
+#include <vector>
 
 #include "backend/cpu/machine_probe.h"
 #include "backend/cpu/x86/isa_ops.h"
@@ -11,6 +14,25 @@
 
 namespace deepinfer::backend::cpu {
 namespace {
+
+TEST(MachineProbe, ReadStreamSumsEveryWordInBothPasses) {
+    // 64-bit words i * 0x9e3779b97f4a7c15 (distinct high and low bits): the probe's sum is theirs modulo 2^64
+    constexpr size_t kBytes = 256 * 37;
+    alignas(64) static uint8_t buf[kBytes];
+    uint64_t expect = 0;
+    for (size_t i = 0; i < kBytes / 8; ++i) {
+        const uint64_t v = (i + 1) * 0x9e3779b97f4a7c15ull;
+        std::memcpy(buf + 8 * i, &v, 8);
+        expect += v;
+    }
+    if (avx2_kernels() == nullptr) GTEST_SKIP() << "no AVX2 here";
+    std::vector<const IsaOps*> tables{&avx2_ops()};
+    if (avx512_kernels() != nullptr) tables.push_back(&avx512_ops());
+    for (const IsaOps* ops : tables)
+        for (const bool ahead : {false, true}) EXPECT_EQ(ops->read_stream(buf, kBytes, ahead), expect) << ahead;
+    ThreadPool pool(2);
+    EXPECT_GT(measure_read_gbps(Isa::kAvx2, buf, kBytes, pool), 0.0);
+}
 
 TEST(MachineProbe, TileLoopDoesTheProductsItCounts) {
     if (!tile_peak_available()) GTEST_SKIP() << "no AMX tiles here (or DEEPINFER_AMX=off)";

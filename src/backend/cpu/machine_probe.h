@@ -13,7 +13,8 @@ namespace deepinfer::backend::cpu {
 // Whether the ISA's kernels (and probes) run on this CPU.
 bool isa_supported(Isa isa);
 
-// GB/s of one pass over buf (64-byte aligned, bytes a multiple of 256), split over the pool's threads.
+// GB/s of a pass over buf (64-byte aligned, bytes a multiple of 256), split over the pool's threads: the faster of
+// a plain pass and one that requests each line ahead into L2.
 double measure_read_gbps(Isa isa, const uint8_t* buf, size_t bytes, ThreadPool& pool);
 
 // GFLOP/s of dependency-free vector loops on every thread of the pool: fp32 FMA (2 flops per lane) or

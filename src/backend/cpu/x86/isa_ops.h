@@ -16,7 +16,7 @@ namespace deepinfer::backend::cpu {
 
 // Activation rows per pass over a row group: the decoded rows (64 x k x 2 bytes) stay in L2.
 inline constexpr int64_t kActRowChunk = 64;
-// How far ahead the read-bandwidth probe (IsaOps::read_stream) requests lines into L2.
+// How far ahead the read-bandwidth probe's prefetching pass (IsaOps::read_stream) requests lines into L2.
 inline constexpr size_t kProbeAheadBytes = 16384;
 // Scratch floats of a quantized GEMM task: decoded 16-row weight panels (an fp32 one: 16 k; AVX2's integer
 // MXFP4 GEMM adds an int16 one, 8 k, and a flag per block), the block scales (16 per 32 columns), accumulators
@@ -221,9 +221,10 @@ struct IsaOps {
     void (*gemm_f32)(const DenseGemmTask& task);        // fp32 x, fp32 w, fp32 out
     void (*sparse_attn)(const SparseAttnTask& task);
     void (*index_scores)(const IndexScoresTask& task);
-    // Machine probes (backend/cpu/machine_probe.h): sum of a 64-byte aligned buffer read once, and
-    // iters x 12 independent vector FMAs / bf16 dot products (fp32 FMAs where the ISA has none).
-    uint64_t (*read_stream)(const uint8_t* p, size_t bytes);
+    // Machine probes (backend/cpu/machine_probe.h): sum of a 64-byte aligned buffer read once (with `ahead`, each
+    // line also requested kProbeAheadBytes ahead into L2), and iters x 12 independent vector FMAs / bf16 dot
+    // products (fp32 FMAs where the ISA has none).
+    uint64_t (*read_stream)(const uint8_t* p, size_t bytes, bool ahead);
     float (*fma_loop)(int64_t iters);
     float (*dot_loop)(int64_t iters);
     int vector_floats;  // fp32 lanes of the probe loops' registers
@@ -311,7 +312,7 @@ const IsaOps& avx512_ops();
     void gemm_f32(const DenseGemmTask& task);                                                               \
     void sparse_attn(const SparseAttnTask& task);                                                           \
     void index_scores(const IndexScoresTask& task);                                                         \
-    uint64_t read_stream(const uint8_t* p, size_t bytes);                                                   \
+    uint64_t read_stream(const uint8_t* p, size_t bytes, bool ahead);                                       \
     float fma_loop(int64_t iters);                                                                          \
     float dot_loop(int64_t iters);                                                                          \
     void rms_norm_rows(const bf16* x, int dim, const bf16* w, float eps, bf16* y, int64_t r0, int64_t r1);  \

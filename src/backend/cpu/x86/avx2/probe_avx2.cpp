@@ -8,13 +8,16 @@
 
 namespace deepinfer::backend::cpu::avx2 {
 
-// Each line also requested kProbeAheadBytes ahead into L2 (see probe_avx512.cpp).
-uint64_t read_stream(const uint8_t* p, size_t bytes) {
+namespace {
+template <bool kAhead>
+uint64_t read_lines(const uint8_t* p, size_t bytes) {
     __m256i a0 = _mm256_setzero_si256(), a1 = a0, a2 = a0, a3 = a0;
     size_t i = 0;
     for (; i + 128 <= bytes; i += 128) {
-        _mm_prefetch(reinterpret_cast<const char*>(p + i + kProbeAheadBytes), _MM_HINT_T1);
-        _mm_prefetch(reinterpret_cast<const char*>(p + i + kProbeAheadBytes + 64), _MM_HINT_T1);
+        if constexpr (kAhead) {
+            _mm_prefetch(reinterpret_cast<const char*>(p + i + kProbeAheadBytes), _MM_HINT_T1);
+            _mm_prefetch(reinterpret_cast<const char*>(p + i + kProbeAheadBytes + 64), _MM_HINT_T1);
+        }
         a0 = _mm256_add_epi64(a0, _mm256_load_si256(reinterpret_cast<const __m256i*>(p + i)));
         a1 = _mm256_add_epi64(a1, _mm256_load_si256(reinterpret_cast<const __m256i*>(p + i + 32)));
         a2 = _mm256_add_epi64(a2, _mm256_load_si256(reinterpret_cast<const __m256i*>(p + i + 64)));
@@ -24,6 +27,12 @@ uint64_t read_stream(const uint8_t* p, size_t bytes) {
     alignas(32) uint64_t lanes[4];
     _mm256_store_si256(reinterpret_cast<__m256i*>(lanes), s);
     return lanes[0] + lanes[1] + lanes[2] + lanes[3];
+}
+}  // namespace
+
+// With `ahead`, each line is also requested kProbeAheadBytes ahead into L2 (see probe_avx512.cpp).
+uint64_t read_stream(const uint8_t* p, size_t bytes, bool ahead) {
+    return ahead ? read_lines<true>(p, bytes) : read_lines<false>(p, bytes);
 }
 
 float fma_loop(int64_t iters) {

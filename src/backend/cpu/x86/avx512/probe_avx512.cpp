@@ -8,17 +8,17 @@
 
 namespace deepinfer::backend::cpu::avx512 {
 
-// Each 64-byte line is also requested kProbeAheadBytes ahead into L2, as the decode kernels request their
-// weights: on a Zen 5 VM the plain loop read 44.8-46.4 GB/s over 2 GiB with 2 threads, with the prefetch 8-64 KB
-// ahead 48-51 GB/s (4 alternating runs) -- a probe below what the kernels can reach would overstate their
-// fraction of it. (Prefetches past the end of the buffer do not fault.)
-uint64_t read_stream(const uint8_t* p, size_t bytes) {
+namespace {
+template <bool kAhead>
+uint64_t read_lines(const uint8_t* p, size_t bytes) {
     __m512i a0 = _mm512_setzero_si512(), a1 = a0, a2 = a0, a3 = a0;
     size_t i = 0;
     for (; i + 256 <= bytes; i += 256) {
+        if constexpr (kAhead) {
 #pragma GCC unroll 4
-        for (int line = 0; line < 4; ++line)
-            _mm_prefetch(reinterpret_cast<const char*>(p + i + kProbeAheadBytes + 64 * line), _MM_HINT_T1);
+            for (int line = 0; line < 4; ++line)
+                _mm_prefetch(reinterpret_cast<const char*>(p + i + kProbeAheadBytes + 64 * line), _MM_HINT_T1);
+        }
         a0 = _mm512_add_epi64(a0, _mm512_load_si512(p + i));
         a1 = _mm512_add_epi64(a1, _mm512_load_si512(p + i + 64));
         a2 = _mm512_add_epi64(a2, _mm512_load_si512(p + i + 128));
@@ -26,6 +26,17 @@ uint64_t read_stream(const uint8_t* p, size_t bytes) {
     }
     return static_cast<uint64_t>(
         _mm512_reduce_add_epi64(_mm512_add_epi64(_mm512_add_epi64(a0, a1), _mm512_add_epi64(a2, a3))));
+}
+}  // namespace
+
+// With `ahead`, each 64-byte line is also requested kProbeAheadBytes ahead into L2, as the decode kernels request
+// their weights: on a Zen 5 VM the plain loop read 44.8-46.4 GB/s over 2 GiB with 2 threads, with the prefetch
+// 8-64 KB ahead 48-51 GB/s (4 alternating runs); on a Zen 3 VM the other way round (AVX2, 12 alternating runs,
+// medians: plain 29.6 GB/s, 16 KB ahead 24.4, 2-64 KB ahead 23.8-26.4). measure_read_gbps takes the faster of the
+// two passes: a probe below what the kernels can reach would overstate their fraction of it. (Prefetches past the
+// end of the buffer do not fault.)
+uint64_t read_stream(const uint8_t* p, size_t bytes, bool ahead) {
+    return ahead ? read_lines<true>(p, bytes) : read_lines<false>(p, bytes);
 }
 
 // 12 independent accumulators hide the latency; the empty asm keeps the loop from being folded.
