@@ -262,7 +262,7 @@ void gemm_quant(const IsaOps& ops, const QuantProblem* problems, size_t count, T
                     }
                     s.bits_acts_ok = false;
                     if (bits_acts_of(item) && !s.tile_acts_ok) {
-                        s.bits_acts.ensure(static_cast<size_t>(ni * a.k * ops.act_bytes));
+                        s.bits_acts.ensure(static_cast<size_t>(ops.fp8_bits_acts_bytes(ni, a.k)));
                         s.bits_acts_ok = ops.fp8_bits_acts(s.acts.data(), ni, a.k, !item.p->x, s.bits_acts.data());
                     }
                 }

@@ -17,7 +17,7 @@ const IsaOps& avx2_ops() {
                                avx2::pair_pool, avx2::hc_sinkhorn_rows, avx2::hc_collapse_rows,
                                avx2::hc_expand_rows, avx2::order_keys, avx2::select_entries,
                                avx2::gather_fp8_rows, avx2::fp4_row_bytes, avx2::prep_fp4_row,
-                               avx2::fp8_bits_acts};
+                               avx2::fp8_bits_acts, avx2::fp8_bits_acts_bytes};
     return ops;
 }
 
@@ -33,6 +33,7 @@ const IsaOps& avx512_ops() {
                                avx512::gather_fp8_rows,
                                // the MXFP4 GEMM reads the planes of AVX2's integer rows (gemm_quant_avx512.cpp)
                                avx512::fp4_row_bytes, avx2::prep_plane_row, avx512::fp8_bits_acts,
+                               avx512::fp8_bits_acts_bytes,
                                avx512::gemm_f32_bf16w_tiles, avx512::fp8_tile_acts,
                                avx512::fp4_tile_acts,       avx512::tile_loop,
                                avx512::fp8_tile_item_rows,  avx512::gemm_bf16_tiles,

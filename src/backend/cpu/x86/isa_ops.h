@@ -255,10 +255,11 @@ struct IsaOps {
     int64_t (*fp4_row_bytes)(int64_t k, int64_t n) = nullptr;
     void (*prep_fp4_row)(const uint8_t* codes, int64_t k, int64_t n, uint8_t* out) = nullptr;
     // Optional (AVX2, AVX-512): decoded activations [n, k] (decode_acts' e4m3 values when `e4m3`, else bf16 rows taken
-    // as they are) in the form the table's fp8 bit-placing decode reads, into out (the same size); false when
-    // that decode does not take them (too many rows, or a value outside its range). The driver calls it once
-    // per thread and GEMM, like decode_acts, rather than every work unit doing it.
+    // as they are) in the form the table's fp8 bit-placing decode reads, into out (fp8_bits_acts_bytes(n, k)
+    // bytes); false when that decode does not take them (too many rows, or a value outside its range). The
+    // driver calls it once per thread and GEMM, like decode_acts, rather than every work unit doing it.
     bool (*fp8_bits_acts)(const void* acts, int64_t n, int64_t k, bool e4m3, void* out) = nullptr;
+    int64_t (*fp8_bits_acts_bytes)(int64_t n, int64_t k) = nullptr;
     // Optional (AVX-512 where amx_enabled()): gemm_f32_bf16w on a kBf16Tiles weight (packing.h). task.x holds
     // the fp32 rows split exactly into three bf16 planes (split_bf16x3_rows), each [n, k]; task.w
     // points at the tiles of the first row group, task.rows counts the valid rows from there.
@@ -336,6 +337,7 @@ DEEPINFER_DECLARE_ISA_OPS(avx512)
 #undef DEEPINFER_DECLARE_ISA_OPS
 namespace avx512 {
 bool fp8_bits_acts(const void* acts, int64_t n, int64_t k, bool e4m3, void* out);
+int64_t fp8_bits_acts_bytes(int64_t n, int64_t k);
 void gemm_f32_bf16w_tiles(const DenseGemmTask& task);  // gemm_head_amx.cpp
 void gemm_bf16_tiles(const DenseGemmTask& task);       // gemm_bf16_amx.cpp
 void bf16_pair_tiles(const bf16* x, int64_t n, int64_t k, int64_t p0, int64_t p1, bf16* out);  // gemm_bf16_amx.cpp
@@ -360,6 +362,7 @@ void prep_fp4_row(const uint8_t* codes, int64_t k, int64_t n, uint8_t* out);
 int64_t plane_row_bytes(int64_t k, int64_t n);
 void prep_plane_row(const uint8_t* codes, int64_t k, int64_t n, uint8_t* out);
 bool fp8_bits_acts(const void* acts, int64_t n, int64_t k, bool e4m3, void* out);
+int64_t fp8_bits_acts_bytes(int64_t n, int64_t k);
 }  // namespace avx2
 
 }  // namespace deepinfer::backend::cpu

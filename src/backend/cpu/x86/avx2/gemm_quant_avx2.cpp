@@ -9,6 +9,7 @@
 
 #include "backend/cpu/x86/avx2/avx2_common.h"
 #include "backend/cpu/x86/avx2/fp4_chunk.h"
+#include "backend/cpu/x86/avx2/fp8_bits_chunk.h"
 #include "backend/cpu/x86/isa_ops.h"
 
 namespace deepinfer::backend::cpu::avx2 {
@@ -54,47 +55,6 @@ struct Fp8Chunk {
         f(1, _mm256_cvtph_ps(_mm256_castsi256_si128(a23)), _mm256_cvtph_ps(_mm256_castsi256_si128(b23)));
         f(2, _mm256_cvtph_ps(_mm256_extracti128_si256(a01, 1)), _mm256_cvtph_ps(_mm256_extracti128_si256(b01, 1)));
         f(3, _mm256_cvtph_ps(_mm256_extracti128_si256(a23, 1)), _mm256_cvtph_ps(_mm256_extracti128_si256(b23, 1)));
-    }
-};
-
-// e4m3 -> fp32 by placing the code's bits, for weights without NaN codes (PackedWeight::plain_codes): one byte
-// shuffle puts each code in the top byte of its row's dword, an arithmetic shift by 4 and a mask leave the sign
-// at bit 31 and the 7 magnitude bits at 20..26 -- the fp32 bits of value * 2^-120, subnormal codes included (as
-// fp32 subnormals, exactly; so not under DAZ). The activations come scaled by 2^119 (kActScale; 448 * 2^119 is
-// finite), so each FMA adds w * a / 2 exactly (e4m3 products are >= 2^-18: no subnormals) and the chain is the
-// reference's scaled by 1/2, bit for bit (the block scale 2^(s_w + s_a + 1) then stands for the F16C path's
-// 2^(s_w + s_a + 8): the same unless that underflows). 3 vector ops per 8 weights against 5 through F16C: in
-// cache 12.3 -> 16.7 GB/s per core at n = 1. Only for e4m3 activations: the bf16 rows of gemm_fp8_bf16x keep the
-// F16C decode. Multiplying the columns by 2^120 instead of scaling the activations halved the speed (Zen 4 is
-// slow on multiplies of the subnormal weights, not on FMAs).
-struct Fp8BitsChunk {
-    static constexpr int kCols = 4, kChunks = 8;
-    static constexpr int64_t kBlockBytes = 512;
-    static constexpr float kValueScale = 2.0f;
-    static constexpr float kActScale = 0x1p119f;
-    // Shuffle of column j (0..3) of a 32-byte half chunk: per 128-bit lane, the code of row d (byte
-    // 8 (j / 2) + 2 d + j % 2, packing.h) to the top byte of dword d, zeros below.
-    static inline __m256i column(int j) {
-        const char z = static_cast<char>(0x80);
-        char m[32];
-        for (int lane = 0; lane < 2; ++lane)
-            for (int d = 0; d < 4; ++d) {
-                m[16 * lane + 4 * d] = m[16 * lane + 4 * d + 1] = m[16 * lane + 4 * d + 2] = z;
-                m[16 * lane + 4 * d + 3] = static_cast<char>(8 * (j / 2) + 2 * d + j % 2);
-            }
-        return _mm256_loadu_si256(reinterpret_cast<const __m256i*>(m));
-    }
-    __m256i cols[4] = {column(0), column(1), column(2), column(3)};
-    template <class F>
-    inline void decode(const uint8_t* p, const F& f) const {
-        const __m256i keep = _mm256_set1_epi32(static_cast<int>(0x87f00000u));
-        const __m256i a = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(p));
-        const __m256i b = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(p + 32));
-        auto col = [&](__m256i v, int j) {
-            return _mm256_castsi256_ps(_mm256_and_si256(_mm256_srai_epi32(_mm256_shuffle_epi8(v, cols[j]), 4), keep));
-        };
-#pragma GCC unroll 4
-        for (int j = 0; j < 4; ++j) f(j, col(a, j), col(b, j));
     }
 };
 
@@ -239,7 +199,10 @@ void run(const QuantGemmTask& t, const Chunk& chunk, const Scales& scales_of) {
 }  // namespace
 
 // Activations for Fp8BitsChunk (x 2^119), for at most kStreamRows rows: e4m3 values always; bf16 rows when every
-// value is 0 or of magnitude in [2^-100, 2^9) (so no NaN / infinity either).
+// value is 0 or of magnitude in [2^-100, 2^9) (so no NaN / infinity either). Several rows as [n, k]; one row, for
+// gemv_fp8_bits, broadcast: each value 8 times, [k][8].
+int64_t fp8_bits_acts_bytes(int64_t n, int64_t k) { return (n == 1 ? 8 : n) * k * static_cast<int64_t>(sizeof(float)); }
+
 bool fp8_bits_acts(const void* acts, int64_t n, int64_t k, bool e4m3, void* out) {
     if (n > kStreamRows) return false;
     const float* a = static_cast<const float*>(acts);
@@ -250,7 +213,15 @@ bool fp8_bits_acts(const void* acts, int64_t n, int64_t k, bool e4m3, void* out)
     __m256 bad = zero;
     for (int64_t i = 0; i < n * k; i += 8) {  // k is a multiple of 32
         const __m256 v = _mm256_loadu_ps(a + i);
-        _mm256_storeu_ps(o + i, _mm256_mul_ps(v, scale));
+        const __m256 scaled = _mm256_mul_ps(v, scale);
+        if (n == 1) {
+            alignas(32) float s[8];
+            _mm256_store_ps(s, scaled);
+#pragma GCC unroll 8
+            for (int l = 0; l < 8; ++l) _mm256_store_ps(o + 8 * (i + l), _mm256_set1_ps(s[l]));
+        } else {
+            _mm256_storeu_ps(o + i, scaled);
+        }
         if (e4m3) continue;
         // outside: NaN (unordered), >= 2^9, or nonzero below 2^-100
         const __m256 m = _mm256_and_ps(v, magnitude);
@@ -272,7 +243,9 @@ void gemm_fp8(const QuantGemmTask& t) {
     // sum is a multiple of 2^-120 at least, above fp32's subnormals). fp8_bits_acts checked that and scaled them,
     // once per thread and GEMM (t.bits_acts).
     const bool daz = (_mm_getcsr() & 0x0040u) != 0;
-    if (t.plain_codes && t.n <= kStreamRows && !daz && t.bits_acts)
+    if (t.plain_codes && t.n == 1 && !daz && t.bits_acts)
+        gemv_fp8_bits(t);
+    else if (t.plain_codes && t.n <= kStreamRows && !daz && t.bits_acts)
         run(t, Fp8BitsChunk{}, scales);
     else if (t.plain_codes) run(t, Fp8Chunk<false>{}, scales);
     else run(t, Fp8Chunk<true>{}, scales);

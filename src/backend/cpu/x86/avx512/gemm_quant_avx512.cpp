@@ -468,6 +468,8 @@ void gemm_int(const QuantGemmTask& t) {
 // 2^-54 <= |a| < 2^64. Then a x 2^64 is a finite bf16, every product w a 2^-56 is a multiple of 2^-126 (w a
 // multiple of 2^-129, a x 2^64 of 2^3), so no term or partial sum of a block falls below fp32's normal range
 // (nor did it unscaled) and none overflows.
+int64_t fp8_bits_acts_bytes(int64_t n, int64_t k) { return n * k * 2; }  // bf16 [n, k]
+
 bool fp8_bits_acts(const void* acts, int64_t n, int64_t k, bool e4m3, void* out) {
     if (n > 4) return false;  // the bits serve 1-4 rows (stream_rows)
     const auto* a = static_cast<const uint16_t*>(acts);

@@ -1,0 +1,62 @@
+// The AVX2 bit-placing fp8 decode (gemm_quant_avx2.cpp, gemv_fp8_bits_avx2.cpp): e4m3 codes of the packed
+// layout (backend/cpu/packing.h) to fp32 columns by moving the code's bits into place. AVX2 translation units only.
+#pragma once
+
+#include <immintrin.h>
+
+#include <cstdint>
+
+#include "backend/cpu/x86/isa_ops.h"
+
+namespace deepinfer::backend::cpu::avx2 {
+
+// e4m3 -> fp32 by placing the code's bits, for weights without NaN codes (PackedWeight::plain_codes): the sign
+// at bit 31 and the 7 magnitude bits at 20..26 are the fp32 bits of value * 2^-120, subnormal codes included (as
+// fp32 subnormals, exactly; so not under DAZ). The activations come scaled by 2^119 (kActScale; 448 * 2^119 is
+// finite), so each FMA adds w * a / 2 exactly (e4m3 products are >= 2^-18: no subnormals) and the chain is the
+// reference's scaled by 1/2, bit for bit (the block scale 2^(s_w + s_a + 1) then stands for the F16C path's
+// 2^(s_w + s_a + 8): the same unless that underflows). e4m3 activations always qualify, bf16 rows when
+// fp8_bits_acts finds them in range. Multiplying the columns by 2^120 instead of scaling the activations halved
+// the speed (Zen 4 is slow on multiplies of the subnormal weights, not on FMAs).
+struct Fp8BitsChunk {
+    static constexpr int kCols = 4, kChunks = 8;
+    static constexpr int64_t kBlockBytes = 512;
+    static constexpr float kValueScale = 2.0f;
+    static constexpr float kActScale = 0x1p119f;
+
+    // 32 bytes (a half chunk: 8 rows x 4 columns) -> col[j], rows 0-7 of column j. One byte shuffle gathers
+    // each row's 4 codes into its dword (columns 0, 1 in the low word, 2, 3 in the high word; packing.h puts
+    // row d of a lane's 4 at bytes 8 (j / 2) + 2 d + j % 2). A 16-bit arithmetic shift by 4 then moves the
+    // top byte of both words at once -- columns 3 and 1 -- to bits 4..11 of its word, the sign copied above;
+    // after a 16-bit shift left by 8 the same does it for columns 2 and 0. The high words are in place (bits
+    // 20..27, sign at 31); the low words move up with a 32-bit shift by 16. A mask keeps bits 31 and 20..26.
+    // Why: the 4 shuffles and 4 shifts of one shuffle per column were the kernel's cost on Zen 3 (its vector
+    // pipes, not memory: a scratch replica of the GEMV ran 11.6 -> 9.5 TSC cycles per 64-byte chunk).
+    static inline void decode_half(__m256i v, __m256 (&col)[4]) {
+        const __m256i rows = _mm256_setr_epi8(0, 1, 8, 9, 2, 3, 10, 11, 4, 5, 12, 13, 6, 7, 14, 15, 0, 1, 8, 9, 2, 3,
+                                              10, 11, 4, 5, 12, 13, 6, 7, 14, 15);
+        const __m256i keep = _mm256_set1_epi32(static_cast<int>(0x87f00000u));
+        const __m256i r = _mm256_shuffle_epi8(v, rows);
+        const __m256i odd = _mm256_srai_epi16(r, 4);                          // columns 1 (low word), 3 (high)
+        const __m256i even = _mm256_srai_epi16(_mm256_slli_epi16(r, 8), 4);  // columns 0, 2
+        col[0] = _mm256_castsi256_ps(_mm256_and_si256(_mm256_slli_epi32(even, 16), keep));
+        col[1] = _mm256_castsi256_ps(_mm256_and_si256(_mm256_slli_epi32(odd, 16), keep));
+        col[2] = _mm256_castsi256_ps(_mm256_and_si256(even, keep));
+        col[3] = _mm256_castsi256_ps(_mm256_and_si256(odd, keep));
+    }
+    // f(j, rows 0-7, rows 8-15) for the 4 columns of the 64-byte chunk at p, in column order.
+    template <class F>
+    inline void decode(const uint8_t* p, const F& f) const {
+        __m256 a[4], b[4];
+        decode_half(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(p)), a);
+        decode_half(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(p + 32)), b);
+#pragma GCC unroll 4
+        for (int j = 0; j < 4; ++j) f(j, a[j], b[j]);
+    }
+};
+
+// The fp8 GEMV of one activation row with this decode (t.n == 1, t.bits_acts set: the row broadcast, [k][8];
+// gemv_fp8_bits_avx2.cpp).
+void gemv_fp8_bits(const QuantGemmTask& t);
+
+}  // namespace deepinfer::backend::cpu::avx2
