@@ -32,26 +32,33 @@ struct Fp8BitsChunk {
     // 20..27, sign at 31); the low words move up with a 32-bit shift by 16. A mask keeps bits 31 and 20..26.
     // Why: the 4 shuffles and 4 shifts of one shuffle per column were the kernel's cost on Zen 3 (its vector
     // pipes, not memory: a scratch replica of the GEMV ran 11.6 -> 9.5 TSC cycles per 64-byte chunk).
-    static inline void decode_half(__m256i v, __m256 (&col)[4]) {
+    struct Split {
+        __m256i odd, even;  // columns 1 (low words), 3 (high) | 0, 2 after the 16-bit shifts
+    };
+    static inline Split split(__m256i v) {
         const __m256i rows = _mm256_setr_epi8(0, 1, 8, 9, 2, 3, 10, 11, 4, 5, 12, 13, 6, 7, 14, 15, 0, 1, 8, 9, 2, 3,
                                               10, 11, 4, 5, 12, 13, 6, 7, 14, 15);
-        const __m256i keep = _mm256_set1_epi32(static_cast<int>(0x87f00000u));
         const __m256i r = _mm256_shuffle_epi8(v, rows);
-        const __m256i odd = _mm256_srai_epi16(r, 4);                          // columns 1 (low word), 3 (high)
-        const __m256i even = _mm256_srai_epi16(_mm256_slli_epi16(r, 8), 4);  // columns 0, 2
-        col[0] = _mm256_castsi256_ps(_mm256_and_si256(_mm256_slli_epi32(even, 16), keep));
-        col[1] = _mm256_castsi256_ps(_mm256_and_si256(_mm256_slli_epi32(odd, 16), keep));
-        col[2] = _mm256_castsi256_ps(_mm256_and_si256(even, keep));
-        col[3] = _mm256_castsi256_ps(_mm256_and_si256(odd, keep));
+        return {_mm256_srai_epi16(r, 4), _mm256_srai_epi16(_mm256_slli_epi16(r, 8), 4)};
     }
-    // f(j, rows 0-7, rows 8-15) for the 4 columns of the 64-byte chunk at p, in column order.
+    static inline __m256 column(const Split& s, int j) {
+        const __m256i keep = _mm256_set1_epi32(static_cast<int>(0x87f00000u));
+        const __m256i v = j % 2 ? s.odd : s.even;
+        return _mm256_castsi256_ps(_mm256_and_si256(j < 2 ? _mm256_slli_epi32(v, 16) : v, keep));
+    }
+    static inline void decode_half(__m256i v, __m256 (&col)[4]) {
+        const Split s = split(v);
+#pragma GCC unroll 4
+        for (int j = 0; j < 4; ++j) col[j] = column(s, j);
+    }
+    // f(j, rows 0-7, rows 8-15) for the 4 columns of the 64-byte chunk at p, in column order; each column made
+    // just before its use, which keeps the registers of a 3-4-row stream free (all 8 at once spilled there).
     template <class F>
     inline void decode(const uint8_t* p, const F& f) const {
-        __m256 a[4], b[4];
-        decode_half(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(p)), a);
-        decode_half(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(p + 32)), b);
+        const Split a = split(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(p)));
+        const Split b = split(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(p + 32)));
 #pragma GCC unroll 4
-        for (int j = 0; j < 4; ++j) f(j, a[j], b[j]);
+        for (int j = 0; j < 4; ++j) f(j, column(a, j), column(b, j));
     }
 };
 
