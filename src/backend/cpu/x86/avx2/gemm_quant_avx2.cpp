@@ -155,9 +155,15 @@ void run(const QuantGemmTask& t, const Chunk& chunk, const Scales& scales_of) {
     float* sw = panel + 16 * t.k;
     if (t.n <= kStreamRows) {
         QuantGemmTask s = t;
-        if constexpr (Chunk::kActScale != 1.0f) s.acts = t.bits_acts;  // scaled once per item (fp8_bits_acts)
+        constexpr bool kBits = Chunk::kActScale != 1.0f;  // Fp8BitsChunk: t.bits_acts, scaled once per item
+        if constexpr (kBits) {
+            if (t.n == 1) return gemv_fp8_bits(t);  // one row comes broadcast (fp8_bits_acts), for that kernel
+            s.acts = t.bits_acts;
+        }
         switch (t.n) {
-            case 1: stream_all<1>(s, chunk, scales_of); break;
+            case 1:
+                if constexpr (!kBits) stream_all<1>(s, chunk, scales_of);
+                break;
             case 2: stream_all<2>(s, chunk, scales_of); break;
             case 3: stream_all<3>(s, chunk, scales_of); break;
             default: stream_all<4>(s, chunk, scales_of); break;
@@ -243,9 +249,7 @@ void gemm_fp8(const QuantGemmTask& t) {
     // sum is a multiple of 2^-120 at least, above fp32's subnormals). fp8_bits_acts checked that and scaled them,
     // once per thread and GEMM (t.bits_acts).
     const bool daz = (_mm_getcsr() & 0x0040u) != 0;
-    if (t.plain_codes && t.n == 1 && !daz && t.bits_acts)
-        gemv_fp8_bits(t);
-    else if (t.plain_codes && t.n <= kStreamRows && !daz && t.bits_acts)
+    if (t.plain_codes && t.n <= kStreamRows && !daz && t.bits_acts)
         run(t, Fp8BitsChunk{}, scales);
     else if (t.plain_codes) run(t, Fp8Chunk<false>{}, scales);
     else run(t, Fp8Chunk<true>{}, scales);
