@@ -27,6 +27,30 @@ namespace {
 
 // (The row's layout: Fp4RowLayout in isa_ops.h.)
 
+// A block the integer form does not cover, as the fp32 kernel computes it for one row (gemm_quant_avx2.cpp
+// stream_rows<1, G>): FMAs in column order. Out of line: inlined, its constants held registers through the
+// block loop and the integer loop's sums went to the stack.
+template <int G>
+__attribute__((noinline)) void chain_block(const float* a, const uint8_t* block, __m256 (&p)[G][2]) {
+    const Fp4Chunk chunk;
+#pragma GCC unroll 1
+    for (int g = 0; g < G; ++g) {
+        __m256 q0 = _mm256_setzero_ps(), q1 = q0;
+#pragma GCC unroll 1
+        for (int c = 0; c < Fp4Chunk::kChunks; ++c) {
+            const uint8_t* piece = block + (c * G + g) * kPackedChunkBytes;
+            _mm_prefetch(reinterpret_cast<const char*>(piece + kPrefetchBytes), _MM_HINT_T0);
+            chunk.decode(piece, [&](int j, __m256 col0, __m256 col1) {
+                const __m256 x = _mm256_broadcast_ss(a + c * Fp4Chunk::kCols + j);
+                q0 = _mm256_fmadd_ps(col0, x, q0);
+                q1 = _mm256_fmadd_ps(col1, x, q1);
+            });
+        }
+        p[g][0] = q0;
+        p[g][1] = q1;
+    }
+}
+
 // One row against G groups of a pair (packing.h; G = 1 for a lone last group), the groups taking turns within
 // each block as in the fp32 kernel (stream_rows), so the pair is read as one stream.
 template <int G>
@@ -43,7 +67,6 @@ void gemv_groups(const QuantGemmTask& t, int64_t g0) {
     constexpr int64_t kPieceStride = G * kPackedChunkBytes, kBlockStride = G * Fp4Chunk::kBlockBytes;
     float* acc = t.scratch;  // [G][16]
     for (int e = 0; e < 16 * G; e += 8) _mm256_store_ps(acc + e, _mm256_setzero_ps());
-    const Fp4Chunk chunk;
     const __m256i lut =
         _mm256_broadcastsi128_si256(_mm_load_si128(reinterpret_cast<const __m128i*>(tables::kE2M1Biased.v)));
     const __m256i nib = _mm256_set1_epi8(0x0f), ones = _mm256_set1_epi16(1);
@@ -59,57 +82,49 @@ void gemv_groups(const QuantGemmTask& t, int64_t g0) {
             // pieces: broadcast per piece they cost a quarter of a scratch replica of this loop on Zen 3 (8 TSC
             // cycles per 64-byte chunk with the activations in registers, 10 with the broadcasts); the kernel in
             // cache went 10.0 -> 10.7 and 11.3 -> 11.9 GB/s per core (medians of 7 alternating runs)
-            __m256i sums[G][2];
-#pragma GCC unroll 2
-            for (int g = 0; g < G; ++g) sums[g][0] = sums[g][1] = _mm256_set1_epi32(base[kb]);
+            // The sums [group][half] are named, not an array: the unroll pragmas act after GCC's scalar
+            // replacement, and an array indexed by an unrolled loop stayed on the stack (a load and a store per
+            // piece); with the fp32 block out of line too, an in-process A/B on Zen 3 (the two builds alternating,
+            // L2-resident and streamed weights) put this loop at 0.93-0.97 of the former's time.
+            __m256i s00 = _mm256_set1_epi32(base[kb]), s01 = s00, s10 = s00, s11 = s00;
 #pragma GCC unroll 1
             for (int c = 0; c < Fp4Chunk::kChunks; ++c) {
                 // the chunk's 8 columns against 8 plane bytes: 4 columns {0,4,1,5} (low nibbles), 4 {2,6,3,7}
                 const __m256i lo0 = _mm256_set1_epi32(planes[2 * c]), lo1 = _mm256_set1_epi32(planes[2 * c + 1]);
                 const __m256i hi0 = _mm256_set1_epi32(planes[8 + 2 * c]), hi1 = _mm256_set1_epi32(planes[9 + 2 * c]);
-#pragma GCC unroll 2
-                for (int g = 0; g < G; ++g) {
-                    const uint8_t* piece = block + c * kPieceStride + g * kPackedChunkBytes;
-                    _mm_prefetch(reinterpret_cast<const char*>(piece + kPrefetchBytes), _MM_HINT_T0);
-#pragma GCC unroll 2
-                    for (int h = 0; h < 2; ++h) {
-                        const __m256i d = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(piece + 32 * h));
-                        // dword r: row r's weights of columns {0,4,1,5} (low nibbles) and {2,6,3,7} (high)
-                        const __m256i w0 = _mm256_shuffle_epi8(lut, _mm256_and_si256(d, nib));
-                        const __m256i w1 = _mm256_shuffle_epi8(lut, _mm256_and_si256(_mm256_srli_epi16(d, 4), nib));
-                        // int16 lanes: |each vpmaddubsw lane| <= 2 * 24 * 128, two fit
-                        const __m256i s_lo =
-                            _mm256_add_epi16(_mm256_maddubs_epi16(w0, lo0), _mm256_maddubs_epi16(w1, lo1));
-                        const __m256i s_hi =
-                            _mm256_add_epi16(_mm256_maddubs_epi16(w0, hi0), _mm256_maddubs_epi16(w1, hi1));
-                        sums[g][h] = _mm256_add_epi32(sums[g][h], _mm256_add_epi32(_mm256_madd_epi16(s_lo, ones),
-                                                                                   _mm256_madd_epi16(s_hi, times256)));
-                    }
+                const auto half = [&](const uint8_t* q, __m256i& sum) __attribute__((always_inline)) {
+                    const __m256i d = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(q));
+                    // dword r: row r's weights of columns {0,4,1,5} (low nibbles) and {2,6,3,7} (high)
+                    const __m256i w0 = _mm256_shuffle_epi8(lut, _mm256_and_si256(d, nib));
+                    const __m256i w1 = _mm256_shuffle_epi8(lut, _mm256_and_si256(_mm256_srli_epi16(d, 4), nib));
+                    // int16 lanes: |each vpmaddubsw lane| <= 2 * 24 * 128, two fit
+                    const __m256i s_lo =
+                        _mm256_add_epi16(_mm256_maddubs_epi16(w0, lo0), _mm256_maddubs_epi16(w1, lo1));
+                    const __m256i s_hi =
+                        _mm256_add_epi16(_mm256_maddubs_epi16(w0, hi0), _mm256_maddubs_epi16(w1, hi1));
+                    sum = _mm256_add_epi32(
+                        sum, _mm256_add_epi32(_mm256_madd_epi16(s_lo, ones), _mm256_madd_epi16(s_hi, times256)));
+                };
+                const uint8_t* piece = block + c * kPieceStride;
+                _mm_prefetch(reinterpret_cast<const char*>(piece + kPrefetchBytes), _MM_HINT_T0);
+                half(piece, s00);
+                half(piece + 32, s01);
+                if constexpr (G == 2) {
+                    const uint8_t* second = piece + kPackedChunkBytes;
+                    _mm_prefetch(reinterpret_cast<const char*>(second + kPrefetchBytes), _MM_HINT_T0);
+                    half(second, s10);
+                    half(second + 32, s11);
                 }
             }
             const __m256 u = _mm256_set1_ps(unit[kb]);
-#pragma GCC unroll 2
-            for (int g = 0; g < G; ++g)
-#pragma GCC unroll 2
-                for (int h = 0; h < 2; ++h) p[g][h] = _mm256_mul_ps(_mm256_cvtepi32_ps(sums[g][h]), u);
-        } else {
-#pragma GCC unroll 1
-            for (int g = 0; g < G; ++g) {
-                // The fp32 kernel's block for one row (gemm_quant_avx2.cpp stream_rows<1, G>): FMAs in column order.
-                __m256 q0 = _mm256_setzero_ps(), q1 = q0;
-#pragma GCC unroll 1
-                for (int c = 0; c < Fp4Chunk::kChunks; ++c) {
-                    const uint8_t* piece = block + c * kPieceStride + g * kPackedChunkBytes;
-                    _mm_prefetch(reinterpret_cast<const char*>(piece + kPrefetchBytes), _MM_HINT_T0);
-                    chunk.decode(piece, [&](int j, __m256 col0, __m256 col1) {
-                        const __m256 x = _mm256_broadcast_ss(a + kb * 32 + c * Fp4Chunk::kCols + j);
-                        q0 = _mm256_fmadd_ps(col0, x, q0);
-                        q1 = _mm256_fmadd_ps(col1, x, q1);
-                    });
-                }
-                p[g][0] = q0;
-                p[g][1] = q1;
+            p[0][0] = _mm256_mul_ps(_mm256_cvtepi32_ps(s00), u);
+            p[0][1] = _mm256_mul_ps(_mm256_cvtepi32_ps(s01), u);
+            if constexpr (G == 2) {
+                p[G - 1][0] = _mm256_mul_ps(_mm256_cvtepi32_ps(s10), u);
+                p[G - 1][1] = _mm256_mul_ps(_mm256_cvtepi32_ps(s11), u);
             }
+        } else {
+            chain_block<G>(a + kb * 32, block, p);
         }
 #pragma GCC unroll 2
         for (int g = 0; g < G; ++g) {
