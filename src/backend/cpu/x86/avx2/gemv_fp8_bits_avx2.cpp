@@ -13,8 +13,9 @@
 //     taking a value is a plain load instead of a broadcast, which on Zen 3 occupies a vector pipe;
 //   - the block partials are stored as they are and scaled into the sums in a second pass over the pair's
 //     blocks: adding each into the sums at once (load, FMA, store per block) held the replica at 9.2;
-//   - two pairs at a time (two_pairs): streamed, this kernel was memory-bound at ~12 TSC cycles per 64 B on one
-//     core, where a read-only pass takes ~10 as one stream and ~8-9 as two.
+//   - two pairs at a time (two_pairs): streamed, this kernel took ~12 TSC cycles per 64 B on one core against
+//     ~8 with the weight in L2, and a read-only pass over the same bytes ~11 as one sequential stream and ~9-10
+//     as two interleaved ones.
 #include <immintrin.h>
 
 #include <cstdint>
@@ -103,9 +104,9 @@ void gemv_groups(const QuantGemmTask& t, int64_t g0) {
 
 // One row against two pairs (groups g0 .. g0 + 3), chunk by chunk: a chunk (both groups) of the first pair,
 // then of the second. Each pair is a sequential stream, and two streams a core draw more from memory on Zen 3
-// than one (a read-only pass over a weight as two interleaved halves: 0.68-0.74 of the time of one stream, in
-// process, alternating). Each column is made just before its FMA (the split of its half chunk kept), so the 8
-// accumulators stay in registers. Same chains, same bits as gemv_groups.
+// than one (a read-only pass over a weight as two interleaved halves took 0.80-0.87 of the time of one
+// sequential pass, in process, alternating). Each column is made just before its FMA (the split of its half
+// chunk kept), so the 8 accumulators stay in registers. Same chains, same bits as gemv_groups.
 void two_pairs(const QuantGemmTask& t, int64_t g0) {
     const int64_t kb_count = t.k / 32;
     const float* x = static_cast<const float*>(t.bits_acts);  // [k][8]
