@@ -26,35 +26,14 @@
 namespace deepinfer::backend::cpu::avx2 {
 namespace {
 
-// The scaling of stream_rows over the block partials part[kb][G][16] of the G groups from g0, block by block in
-// the same order (scale_into's FMA, the sums in registers: through memory, each block's load and store made a
-// chain that cost k = 1280 weights about a tenth), and their stores.
+// The scaling of stream_rows over the block partials part[kb][G][16] of the G groups from g0 (fp4_chunk.h).
 template <int G>
 void scale_and_store(const QuantGemmTask& t, int64_t g0, const float* part, float* acc) {
-    const int64_t kb_count = t.k / 32;
-    const __m256 f = _mm256_set1_ps(Fp8BitsChunk::kValueScale);
-    // [group][rows 0-7, 8-15]
-    __m256 s00 = _mm256_setzero_ps(), s01 = s00, s10 = s00, s11 = s00;
-    const uint8_t* scales = t.scales + packed_scale_offset(g0, t.groups, 0, kb_count, 1);  // [kb][G]
-    for (int64_t kb = 0; kb < kb_count; ++kb) {
-        const __m256 sa = _mm256_set1_ps(t.act_scales[kb]);
-        const float* q = part + kb * G * 16;
-        const auto scale = [&](int g, __m256& lo, __m256& hi) __attribute__((always_inline)) {
-            const __m256 sw = _mm256_mul_ps(_mm256_set1_ps(e8m0_to_float(scales[kb * G + g])), f);
-            const __m256 s = _mm256_mul_ps(sw, sa);
-            lo = _mm256_fmadd_ps(_mm256_load_ps(q + 16 * g), s, lo);
-            hi = _mm256_fmadd_ps(_mm256_load_ps(q + 16 * g + 8), s, hi);
-        };
-        scale(0, s00, s01);
-        if constexpr (G == 2) scale(1, s10, s11);
-    }
-    _mm256_store_ps(acc, s00);
-    _mm256_store_ps(acc + 8, s01);
-    if constexpr (G == 2) {
-        _mm256_store_ps(acc + 16, s10);
-        _mm256_store_ps(acc + 24, s11);
-    }
-    for (int g = 0; g < G; ++g) store_rows(t, g0 + g, 0, acc + 16 * g);
+    const uint8_t* scales = t.scales + packed_scale_offset(g0, t.groups, 0, t.k / 32, 1);  // [kb][G]
+    scale_partials_and_store<G>(t, g0, part, acc, _mm256_set1_ps(Fp8BitsChunk::kValueScale),
+                                [&](int g, int64_t kb, __m256& sw0, __m256& sw1) {
+                                    sw0 = sw1 = _mm256_set1_ps(e8m0_to_float(scales[kb * G + g]));
+                                });
 }
 
 // One row against the G groups of a pair (packing.h; G = 1 for a lone last group).
