@@ -26,20 +26,25 @@ struct Fp8BitsChunk {
 
     // 32 bytes (a half chunk: 8 rows x 4 columns) -> col[j], rows 0-7 of column j. One byte shuffle gathers
     // each row's 4 codes into its dword (columns 0, 1 in the low word, 2, 3 in the high word; packing.h puts
-    // row d of a lane's 4 at bytes 8 (j / 2) + 2 d + j % 2). A 16-bit arithmetic shift by 4 then moves the
-    // top byte of both words at once -- columns 3 and 1 -- to bits 4..11 of its word, the sign copied above;
-    // after a 16-bit shift left by 8 the same does it for columns 2 and 0. The high words are in place (bits
-    // 20..27, sign at 31); the low words move up with a 32-bit shift by 16. A mask keeps bits 31 and 20..26.
+    // row d of a lane's 4 at bytes 8 (j / 2) + 2 d + j % 2). Each word's top byte -- columns 3 and 1 -- times
+    // 16 as a signed byte (vpmaddubsw with the byte pair (0, 16)) is that code at bits 4..11 of its word, the sign
+    // copied above; the pair (16, 0) does it for the low bytes, columns 2 and 0. The high words are in place
+    // (bits 20..27, sign at 31); the low words move up with a 32-bit shift by 16. A mask keeps bits 31 and 20..26.
     // Why: the 4 shuffles and 4 shifts of one shuffle per column were the kernel's cost on Zen 3 (its vector
-    // pipes, not memory: a scratch replica of the GEMV ran 11.6 -> 9.5 TSC cycles per 64-byte chunk).
+    // pipes, not memory: a scratch replica of the GEMV ran 11.6 -> 9.5 TSC cycles per 64-byte chunk). Zen 3 runs
+    // shuffles and shifts on two pipes, one of them shared with the FMAs, and integer multiplies on two others
+    // (one shared with the FMAs): the multiplies take three shift-pipe operations per half chunk off the
+    // contended pair (the 16-bit shifts by 4, 8 and 4 they replace give the same bits where the mask keeps
+    // them); the one-row GEMV in L2 went 8.3 -> 7.3 TSC cycles per 64 B (minimum of 40 rounds, in process).
     struct Split {
-        __m256i odd, even;  // columns 1 (low words), 3 (high) | 0, 2 after the 16-bit shifts
+        __m256i odd, even;  // columns 1 (low words), 3 (high) | 0, 2, each code at bits 4..11 of its word
     };
     static inline Split split(__m256i v) {
         const __m256i rows = _mm256_setr_epi8(0, 1, 8, 9, 2, 3, 10, 11, 4, 5, 12, 13, 6, 7, 14, 15, 0, 1, 8, 9, 2, 3,
                                               10, 11, 4, 5, 12, 13, 6, 7, 14, 15);
         const __m256i r = _mm256_shuffle_epi8(v, rows);
-        return {_mm256_srai_epi16(r, 4), _mm256_srai_epi16(_mm256_slli_epi16(r, 8), 4)};
+        const __m256i top_byte_x16 = _mm256_set1_epi16(0x1000), low_byte_x16 = _mm256_set1_epi16(0x0010);
+        return {_mm256_maddubs_epi16(top_byte_x16, r), _mm256_maddubs_epi16(low_byte_x16, r)};
     }
     static inline __m256 column(const Split& s, int j) {
         const __m256i keep = _mm256_set1_epi32(static_cast<int>(0x87f00000u));
