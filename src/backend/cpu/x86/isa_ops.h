@@ -105,13 +105,18 @@ inline constexpr int64_t kPackedChunkBytes = 64;
 //          plus kFp4SumsExact when it holds no NaN code and 12 * sum |v| < 2^24 (|2 w| <= 12): then every
 //          partial sum of its products, in units of 2^(e - 11), is an fp32 integer below 2^24, so any order of
 //          summation gives the exact sum (AMX tiles, gemm_amx.cpp; planes holding it implies this)
+//   top    [kb][32] int8: a third plane, v = 65536 * top + 256 * hi + lo with the two planes as above (hi then
+//          the low byte of the wider hi), in the planes' column order: 0 where two planes hold v, and the three
+//          always do (|v| <= 15 * 2^14); AVX2's GEMV reads it for blocks with kFp4SumsExact but not
+//          kFp4PlanesExact
 // Rows of a GEMM lie `bytes` apart, a multiple of 64 (the arrays stay aligned in every row). (AVX2's GEMM of
 // 5-64 rows reads another form: Fp4PanelRow in x86/avx2/fp4_chunk.h.)
 struct Fp4RowLayout {
-    int64_t base, unit, exact, bytes;  // byte offsets of the arrays after the planes, and the row's size
+    int64_t base, unit, exact, top, bytes;  // byte offsets of the arrays after the planes, and the row's size
 };
 static inline constexpr Fp4RowLayout fp4_row_layout(int64_t kb_count) {
-    return {64 * kb_count, 68 * kb_count, 72 * kb_count, (73 * kb_count + 63) / 64 * 64};
+    const int64_t top = (73 * kb_count + 31) / 32 * 32;
+    return {64 * kb_count, 68 * kb_count, 72 * kb_count, top, (top + 32 * kb_count + 63) / 64 * 64};
 }
 inline constexpr float kFp4RowUnitScale = 0x1p25f;
 inline constexpr uint8_t kFp4PlanesExact = 1, kFp4SumsExact = 2;

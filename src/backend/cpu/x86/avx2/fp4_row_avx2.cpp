@@ -106,12 +106,15 @@ void prep_row(const uint8_t* codes, int64_t k, uint8_t* out) {
                 const __m256i v = _mm256_permutevar8x32_epi32(with_sign(magnitude[c], negative[c]), order);
                 sum = _mm256_add_epi32(sum, v);
                 magnitudes = _mm256_add_epi32(magnitudes, magnitude[c]);  // |v| <= 15 * 2^14: no overflow
-                // v = 256 * hi + lo with lo the low byte as int8; two planes hold v when hi is an int8 too
+                // v = 256 * hi + lo with lo the low byte as int8; two planes hold v when hi is an int8 too, and
+                // hi = 256 * top + (its low byte) otherwise (|v| <= 15 * 2^14: |top| <= 4)
                 const __m256i hi = _mm256_srai_epi32(_mm256_add_epi32(v, half), 8);
-                bad = _mm256_or_si256(bad, _mm256_srai_epi32(_mm256_add_epi32(hi, half), 8));
-                const int64_t lo_bytes = low_bytes(v), hi_bytes = low_bytes(hi);
+                const __m256i top = _mm256_srai_epi32(_mm256_add_epi32(hi, half), 8);
+                bad = _mm256_or_si256(bad, top);
+                const int64_t lo_bytes = low_bytes(v), hi_bytes = low_bytes(hi), top_bytes = low_bytes(top);
                 std::memcpy(out + 64 * kb + 8 * c, &lo_bytes, 8);
                 std::memcpy(out + 64 * kb + 32 + 8 * c, &hi_bytes, 8);
+                std::memcpy(out + layout.top + 32 * kb + 8 * c, &top_bytes, 8);
             }
             reinterpret_cast<int32_t*>(out + layout.base)[kb] = -tables::kE2M1Bias * hsum_epi32(sum);
             const bool no_nan = _mm256_testz_si256(nan, nan);

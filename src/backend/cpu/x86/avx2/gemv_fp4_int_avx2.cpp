@@ -11,7 +11,8 @@
 // int8 planes (v = 256 * hi + lo, -32896 <= v <= 32639), every partial sum of the block is an integer multiple
 // of 2^(e - 11) below 12 * 32 * 32896 < 2^24 of them: fp32 holds each exactly, so the fp32 kernel's FMA chain
 // never rounds and its partial is the integer sum here times 2^(e - 11) (times the 2^25 its decode carries).
-// Other blocks (wider integers, a NaN code) run the fp32 kernel's own chain. Either way the partial enters the
+// Wider blocks whose sums stay exact (kFp4SumsExact) take a third plane (three_plane_block); the rest (a NaN
+// code, sums that could round) run the fp32 kernel's own chain. Either way the partial enters the
 // same scaling, so a row gives the same bits alone (here) as in a batch: row invariance,
 // tests/ops/row_invariance_test.cpp.
 #include <immintrin.h>
@@ -48,6 +49,50 @@ __attribute__((noinline)) void chain_block(const float* a, const uint8_t* block,
         }
         p[g][0] = q0;
         p[g][1] = q1;
+    }
+}
+
+// A block too wide for two planes whose products no fp32 partial sum can round (kFp4SumsExact: 12 sum |v| <
+// 2^24), on three: v = 65536 top + 256 hi + lo (Fp4RowLayout::top). Its fp32 chain is then exact too, so the
+// integer sum times the unit is the chain's partial, as for two planes. Why: the SwiGLU rows of the expert w2
+// (k = 2304) have 16% of their blocks too wide for two planes, 0.4% not exact at all (w1 / w3: 1.7% and 0.3%;
+// counted in bench-decode on the released dimensions), and the fp32 chain took ~1.9x the integer loop's time per
+// block. Out of line and group by group, which keeps the loop's registers for six plane broadcasts.
+template <int G>
+__attribute__((noinline)) void three_plane_block(const int32_t* planes, const int32_t* top, int32_t base, float unit,
+                                                 const uint8_t* block, __m256 (&p)[G][2]) {
+    const __m256i lut =
+        _mm256_broadcastsi128_si256(_mm_load_si128(reinterpret_cast<const __m128i*>(tables::kE2M1Biased.v)));
+    const __m256i nib = _mm256_set1_epi8(0x0f), ones = _mm256_set1_epi16(1), times256 = _mm256_set1_epi16(256);
+#pragma GCC unroll 1
+    for (int g = 0; g < G; ++g) {
+        __m256i s0 = _mm256_set1_epi32(base), s1 = s0;
+#pragma GCC unroll 1
+        for (int c = 0; c < Fp4Chunk::kChunks; ++c) {
+            const __m256i lo0 = _mm256_set1_epi32(planes[2 * c]), lo1 = _mm256_set1_epi32(planes[2 * c + 1]);
+            const __m256i hi0 = _mm256_set1_epi32(planes[8 + 2 * c]), hi1 = _mm256_set1_epi32(planes[9 + 2 * c]);
+            const __m256i top0 = _mm256_set1_epi32(top[2 * c]), top1 = _mm256_set1_epi32(top[2 * c + 1]);
+            const auto half = [&](const uint8_t* q, __m256i& sum) __attribute__((always_inline)) {
+                const __m256i d = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(q));
+                const __m256i w0 = _mm256_shuffle_epi8(lut, _mm256_and_si256(d, nib));
+                const __m256i w1 = _mm256_shuffle_epi8(lut, _mm256_and_si256(_mm256_srli_epi16(d, 4), nib));
+                const __m256i s_lo = _mm256_add_epi16(_mm256_maddubs_epi16(w0, lo0), _mm256_maddubs_epi16(w1, lo1));
+                const __m256i s_hi = _mm256_add_epi16(_mm256_maddubs_epi16(w0, hi0), _mm256_maddubs_epi16(w1, hi1));
+                const __m256i s_top =
+                    _mm256_add_epi16(_mm256_maddubs_epi16(w0, top0), _mm256_maddubs_epi16(w1, top1));
+                const __m256i low_two =
+                    _mm256_add_epi32(_mm256_madd_epi16(s_lo, ones), _mm256_madd_epi16(s_hi, times256));
+                const __m256i top_part = _mm256_slli_epi32(_mm256_madd_epi16(s_top, ones), 16);
+                sum = _mm256_add_epi32(sum, _mm256_add_epi32(low_two, top_part));
+            };
+            const uint8_t* piece = block + (c * G + g) * kPackedChunkBytes;
+            _mm_prefetch(reinterpret_cast<const char*>(piece + kPrefetchBytes), _MM_HINT_T0);
+            half(piece, s0);
+            half(piece + 32, s1);
+        }
+        const __m256 u = _mm256_set1_ps(unit);
+        p[g][0] = _mm256_mul_ps(_mm256_cvtepi32_ps(s0), u);
+        p[g][1] = _mm256_mul_ps(_mm256_cvtepi32_ps(s1), u);
     }
 }
 
@@ -123,6 +168,9 @@ void gemv_groups(const QuantGemmTask& t, int64_t g0) {
                 p[G - 1][0] = _mm256_mul_ps(_mm256_cvtepi32_ps(s10), u);
                 p[G - 1][1] = _mm256_mul_ps(_mm256_cvtepi32_ps(s11), u);
             }
+        } else if (exact[kb] & kFp4SumsExact) {
+            const auto* top = reinterpret_cast<const int32_t*>(row + layout.top + 32 * kb);
+            three_plane_block<G>(reinterpret_cast<const int32_t*>(row + 64 * kb), top, base[kb], unit[kb], block, p);
         } else {
             chain_block<G>(a + kb * 32, block, p);
         }
