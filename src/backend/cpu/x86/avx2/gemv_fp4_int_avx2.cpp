@@ -28,6 +28,22 @@ namespace {
 
 // (The row's layout: Fp4RowLayout in isa_ops.h.)
 
+// A 32-byte piece of codes as unsigned bytes 2 w + 12 (tables::kE2M1Biased): in dword r, row r's weights of
+// columns {0,4,1,5} (w0, the low nibbles) and {2,6,3,7} (w1, the high ones).
+struct PieceWeights {
+    __m256i w0, w1;
+};
+__attribute__((always_inline)) inline PieceWeights piece_weights(const uint8_t* q, __m256i lut, __m256i nib) {
+    const __m256i d = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(q));
+    return {_mm256_shuffle_epi8(lut, _mm256_and_si256(d, nib)),
+            _mm256_shuffle_epi8(lut, _mm256_and_si256(_mm256_srli_epi16(d, 4), nib))};
+}
+// One plane's products of a piece in int16 lanes, the plane's bytes of the two column sets broadcast in p0 / p1:
+// |each vpmaddubsw lane| <= 2 * 24 * 128, two fit.
+__attribute__((always_inline)) inline __m256i plane_sums(const PieceWeights& w, __m256i p0, __m256i p1) {
+    return _mm256_add_epi16(_mm256_maddubs_epi16(w.w0, p0), _mm256_maddubs_epi16(w.w1, p1));
+}
+
 // A block the integer form does not cover, as the fp32 kernel computes it for one row (gemm_quant_avx2.cpp
 // stream_rows<1, G>): FMAs in column order. Out of line: inlined, its constants held registers through the
 // block loop and the integer loop's sums went to the stack.
@@ -73,16 +89,10 @@ __attribute__((noinline)) void three_plane_block(const int32_t* planes, const in
             const __m256i hi0 = _mm256_set1_epi32(planes[8 + 2 * c]), hi1 = _mm256_set1_epi32(planes[9 + 2 * c]);
             const __m256i top0 = _mm256_set1_epi32(top[2 * c]), top1 = _mm256_set1_epi32(top[2 * c + 1]);
             const auto half = [&](const uint8_t* q, __m256i& sum) __attribute__((always_inline)) {
-                const __m256i d = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(q));
-                const __m256i w0 = _mm256_shuffle_epi8(lut, _mm256_and_si256(d, nib));
-                const __m256i w1 = _mm256_shuffle_epi8(lut, _mm256_and_si256(_mm256_srli_epi16(d, 4), nib));
-                const __m256i s_lo = _mm256_add_epi16(_mm256_maddubs_epi16(w0, lo0), _mm256_maddubs_epi16(w1, lo1));
-                const __m256i s_hi = _mm256_add_epi16(_mm256_maddubs_epi16(w0, hi0), _mm256_maddubs_epi16(w1, hi1));
-                const __m256i s_top =
-                    _mm256_add_epi16(_mm256_maddubs_epi16(w0, top0), _mm256_maddubs_epi16(w1, top1));
-                const __m256i low_two =
-                    _mm256_add_epi32(_mm256_madd_epi16(s_lo, ones), _mm256_madd_epi16(s_hi, times256));
-                const __m256i top_part = _mm256_slli_epi32(_mm256_madd_epi16(s_top, ones), 16);
+                const PieceWeights w = piece_weights(q, lut, nib);
+                const __m256i low_two = _mm256_add_epi32(_mm256_madd_epi16(plane_sums(w, lo0, lo1), ones),
+                                                         _mm256_madd_epi16(plane_sums(w, hi0, hi1), times256));
+                const __m256i top_part = _mm256_slli_epi32(_mm256_madd_epi16(plane_sums(w, top0, top1), ones), 16);
                 sum = _mm256_add_epi32(sum, _mm256_add_epi32(low_two, top_part));
             };
             const uint8_t* piece = block + (c * G + g) * kPackedChunkBytes;
@@ -138,15 +148,8 @@ void gemv_groups(const QuantGemmTask& t, int64_t g0) {
                 const __m256i lo0 = _mm256_set1_epi32(planes[2 * c]), lo1 = _mm256_set1_epi32(planes[2 * c + 1]);
                 const __m256i hi0 = _mm256_set1_epi32(planes[8 + 2 * c]), hi1 = _mm256_set1_epi32(planes[9 + 2 * c]);
                 const auto half = [&](const uint8_t* q, __m256i& sum) __attribute__((always_inline)) {
-                    const __m256i d = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(q));
-                    // dword r: row r's weights of columns {0,4,1,5} (low nibbles) and {2,6,3,7} (high)
-                    const __m256i w0 = _mm256_shuffle_epi8(lut, _mm256_and_si256(d, nib));
-                    const __m256i w1 = _mm256_shuffle_epi8(lut, _mm256_and_si256(_mm256_srli_epi16(d, 4), nib));
-                    // int16 lanes: |each vpmaddubsw lane| <= 2 * 24 * 128, two fit
-                    const __m256i s_lo =
-                        _mm256_add_epi16(_mm256_maddubs_epi16(w0, lo0), _mm256_maddubs_epi16(w1, lo1));
-                    const __m256i s_hi =
-                        _mm256_add_epi16(_mm256_maddubs_epi16(w0, hi0), _mm256_maddubs_epi16(w1, hi1));
+                    const PieceWeights w = piece_weights(q, lut, nib);
+                    const __m256i s_lo = plane_sums(w, lo0, lo1), s_hi = plane_sums(w, hi0, hi1);
                     sum = _mm256_add_epi32(
                         sum, _mm256_add_epi32(_mm256_madd_epi16(s_lo, ones), _mm256_madd_epi16(s_hi, times256)));
                 };
