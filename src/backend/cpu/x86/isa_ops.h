@@ -163,14 +163,16 @@ struct DenseGemmTask {
 };
 // Activation rows from which the dense GEMMs take their blocked path, and the scratch floats a dense GEMM task
 // of n rows and w_bytes-wide weights needs there for bf16 weights (fp32 weights, gemm_f32, take none): AVX2
-// holds a block of 16 weight rows and 64 activation rows as fp32 (80 k), AVX-512 the 16-lane sums of 16 weight
-// rows x 128 activation rows between chunks of k after a packed chunk of 16 rows x 512 columns
-// (kDenseBlockedScratchFloats).
+// holds a block of 16 weight rows and 64 activation rows as fp32, each row k + kDenseAvx2RowPad floats apart
+// (80 of them), AVX-512 the 16-lane sums of 16 weight rows x 128 activation rows between chunks of k after a
+// packed chunk of 16 rows x 512 columns (kDenseBlockedScratchFloats).
 inline constexpr int64_t kDenseBlockedMinRows = 16;
 inline constexpr int64_t kDenseBlockedScratchFloats = 16 * 512 / 2 + 16 * 128 * 16;
+inline constexpr int64_t kDenseAvx2RowPad = 16;
 inline int64_t dense_scratch_floats(int64_t n, int64_t k, int64_t w_bytes) {
     if (n < kDenseBlockedMinRows || w_bytes != 2) return 0;
-    return 80 * k > kDenseBlockedScratchFloats ? 80 * k : kDenseBlockedScratchFloats;
+    const int64_t avx2 = 80 * (k + kDenseAvx2RowPad);
+    return avx2 > kDenseBlockedScratchFloats ? avx2 : kDenseBlockedScratchFloats;
 }
 
 // Sparse sink attention (spec §4.7) of query rows [i0, i1) and heads [h0, h1); see Kernels::sparse_attn.

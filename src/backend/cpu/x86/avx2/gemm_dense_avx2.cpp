@@ -54,18 +54,22 @@ struct F32 {
 // n = 1 unchanged, so a single row streams without it (as on AVX-512, where it cost 1-2.5% there).
 constexpr int64_t kStreamAheadBytes = 8192;
 
+// x: RA activation rows ldx apart (ldx >= k)
 template <class X, class W, int RW, int RA, int C>
-void gemv_tile(const typename X::T* x, int64_t k, const typename W::T* const* w, float (&res)[4][C],
+void gemv_tile(const typename X::T* x, int64_t k, int64_t ldx, const typename W::T* const* w, float (&res)[4][C],
                BlockPrefetch* pf) {
     __m256 acc[RW][RA];
 #pragma GCC unroll 16
     for (int r = 0; r < RW; ++r)
 #pragma GCC unroll 16
         for (int a = 0; a < RA; ++a) acc[r][a] = _mm256_setzero_ps();
+    // the prefetch state in registers for the loop: stepped through *pf, its countdown's store and reload made a
+    // chain through memory across column steps (in process on Zen 3: 0.93-1.00 of the blocked path's time)
+    BlockPrefetch local = pf ? *pf : BlockPrefetch{};
     int64_t col = 0;
     for (; col + 8 <= k; col += 8) {
         if (pf) {
-            pf->step();
+            local.step();
         } else if (RA >= 2 && col % 32 == 0) {
             // streamed rows with 2 activation rows: each row's lines kStreamAheadBytes ahead into L2
 #pragma GCC unroll 4
@@ -74,7 +78,7 @@ void gemv_tile(const typename X::T* x, int64_t k, const typename W::T* const* w,
         }
         __m256 xv[RA];
 #pragma GCC unroll 16
-        for (int a = 0; a < RA; ++a) xv[a] = X::load8(x + a * k + col);
+        for (int a = 0; a < RA; ++a) xv[a] = X::load8(x + a * ldx + col);
 #pragma GCC unroll 16
         for (int r = 0; r < RW; ++r) {
             const __m256 wv = W::load8(w[r] + col);
@@ -82,12 +86,13 @@ void gemv_tile(const typename X::T* x, int64_t k, const typename W::T* const* w,
             for (int a = 0; a < RA; ++a) acc[r][a] = _mm256_fmadd_ps(wv, xv[a], acc[r][a]);
         }
     }
+    if (pf) *pf = local;
 #pragma GCC unroll 16
     for (int r = 0; r < RW; ++r)
 #pragma GCC unroll 16
         for (int a = 0; a < RA; ++a) {
             float s = hsum(acc[r][a]);
-            for (int64_t c = col; c < k; ++c) s += X::one(x + a * k + c) * W::one(w[r] + c);
+            for (int64_t c = col; c < k; ++c) s += X::one(x + a * ldx + c) * W::one(w[r] + c);
             res[r][a] = s;
         }
 }
@@ -107,11 +112,11 @@ template <class X, class W, class Store>
             float res[4][2] = {};
             const bool two = t.n - i >= 2;
             if (rw == 4)
-                two ? gemv_tile<X, W, 4, 2>(x + i * t.k, t.k, wr, res, pf)
-                    : gemv_tile<X, W, 4, 1>(x + i * t.k, t.k, wr, res, pf);
+                two ? gemv_tile<X, W, 4, 2>(x + i * t.k, t.k, t.k, wr, res, pf)
+                    : gemv_tile<X, W, 4, 1>(x + i * t.k, t.k, t.k, wr, res, pf);
             else
-                two ? gemv_tile<X, W, 1, 2>(x + i * t.k, t.k, wr, res, pf)
-                    : gemv_tile<X, W, 1, 1>(x + i * t.k, t.k, wr, res, pf);
+                two ? gemv_tile<X, W, 1, 2>(x + i * t.k, t.k, t.k, wr, res, pf)
+                    : gemv_tile<X, W, 1, 1>(x + i * t.k, t.k, t.k, wr, res, pf);
             for (int r = 0; r < rw; ++r)
                 for (int a = 0; a < (two ? 2 : 1); ++a) store(i + a, rows[r], res[r][a]);
         }
@@ -122,34 +127,58 @@ template <class X, class W, class Store>
 
 // Many rows: each block of kBlockRows weight rows is converted once to fp32 (in t.scratch, L2), then every
 // activation row passes over it in tiles of 3 activation rows x 4 weight rows (12 accumulators), each weight
-// vector loaded once for the tile's 3 rows; bf16 activation rows come converted to fp32 too, 64 at a time.
-// Converting in the tiles instead (the streamed path's way: two ops per 8 values, one of them on the FMA ports)
-// held these GEMMs near half the FMA peak. Each output's sum keeps its order (8 lanes over k, the same
+// vector loaded once for the tile's 3 rows; activation rows come as fp32 too (bf16 converted, fp32 copied), 64 at
+// a time. Converting in the tiles instead (the streamed path's way: two ops per 8 values, one of them on the FMA
+// ports) held these GEMMs near half the FMA peak. Each output's sum keeps its order (8 lanes over k, the same
 // horizontal sum and tail), so the results are the streamed path's bit for bit.
+//
+// Rows in scratch lie ld = k + kDenseAvx2RowPad floats apart: at a k that is a multiple of 1024 (every released
+// dense k) rows k floats apart start in the same L1 set, so a tile's 7 row streams and their prefetched lines
+// competed for one set's 8 ways. In process on Zen 3 (one thread, 256 x 2048 / 5120 and 512 x 1024, n = 16-128,
+// the two builds alternating), padding the panel's rows took 0.95-0.98 of the time, padding the activation rows
+// too 0.82-0.97.
 template <class Store>
-void panel_block(const DenseGemmTask& t, const float* panel, int64_t j0, int64_t rows, const Store& store,
-                 BlockPrefetch* pf) {
-    const auto* x = static_cast<const float*>(t.x);
+void panel_block(const DenseGemmTask& t, const float* panel, const float* x, int64_t ld, int64_t j0, int64_t rows,
+                 const Store& store, BlockPrefetch* pf) {
     for (int64_t i = 0; i < t.n; i += kTileActs) {
         const int64_t ra = t.n - i < kTileActs ? t.n - i : kTileActs;
         for (int64_t r0 = 0; r0 < rows;) {
             const int rw = rows - r0 >= 4 ? 4 : 1;
             const float* wr[4];
-            for (int r = 0; r < 4; ++r) wr[r] = panel + (r0 + (r < rw ? r : 0)) * t.k;
+            for (int r = 0; r < 4; ++r) wr[r] = panel + (r0 + (r < rw ? r : 0)) * ld;
             float res[4][kTileActs] = {};
+            const float* xi = x + i * ld;
             if (rw == 4) {
-                if (ra == 3) gemv_tile<F32, F32, 4, 3>(x + i * t.k, t.k, wr, res, pf);
-                else if (ra == 2) gemv_tile<F32, F32, 4, 2>(x + i * t.k, t.k, wr, res, pf);
-                else gemv_tile<F32, F32, 4, 1>(x + i * t.k, t.k, wr, res, pf);
+                if (ra == 3) gemv_tile<F32, F32, 4, 3>(xi, t.k, ld, wr, res, pf);
+                else if (ra == 2) gemv_tile<F32, F32, 4, 2>(xi, t.k, ld, wr, res, pf);
+                else gemv_tile<F32, F32, 4, 1>(xi, t.k, ld, wr, res, pf);
             } else {
-                if (ra == 3) gemv_tile<F32, F32, 1, 3>(x + i * t.k, t.k, wr, res, pf);
-                else if (ra == 2) gemv_tile<F32, F32, 1, 2>(x + i * t.k, t.k, wr, res, pf);
-                else gemv_tile<F32, F32, 1, 1>(x + i * t.k, t.k, wr, res, pf);
+                if (ra == 3) gemv_tile<F32, F32, 1, 3>(xi, t.k, ld, wr, res, pf);
+                else if (ra == 2) gemv_tile<F32, F32, 1, 2>(xi, t.k, ld, wr, res, pf);
+                else gemv_tile<F32, F32, 1, 1>(xi, t.k, ld, wr, res, pf);
             }
             for (int r = 0; r < rw; ++r)
                 for (int64_t a = 0; a < ra; ++a) store(i + a, j0 + r0 + r, res[r][a]);
             r0 += rw;
         }
+    }
+}
+
+// The blocked path for t.n <= kConvertedActRows activation rows that lie ld floats apart at x.
+template <class Store>
+void blocked_rows(const DenseGemmTask& t, const float* x, int64_t ld, const Store& store) {
+    const auto* w = static_cast<const uint16_t*>(t.w);
+    const int64_t row_bytes = t.k * 2;
+    // column steps of one block: activation tiles x passes (4 rows each, then single rows)
+    const int64_t steps =
+        (kBlockRows / 4 + kBlockRows % 4) * ((t.n + kTileActs - 1) / kTileActs) * (t.k / 8 > 0 ? t.k / 8 : 1);
+    for (int64_t j = 0; j < t.rows; j += kBlockRows) {
+        const int64_t j1 = j + kBlockRows < t.rows ? j + kBlockRows : t.rows;
+        const int64_t j2 = j1 + kBlockRows < t.rows ? j1 + kBlockRows : t.rows;
+        for (int64_t r = j; r < j1; ++r) to_f32(w + r * t.k, t.k, t.scratch + (r - j) * ld);
+        // the next block's rows into L2 while this block computes (its conversion would wait on memory)
+        BlockPrefetch pf = next_block(t.w, row_bytes, j1, j2, steps);
+        panel_block(t, t.scratch, x, ld, j, j1 - j, store, &pf);
     }
 }
 
@@ -159,31 +188,19 @@ void gemm_any(const DenseGemmTask& t, const Store& store) {
         gemv_range<X, Bf16>(t, 0, t.rows, store);
         return;
     }
-    if constexpr (sizeof(typename X::T) == 2) {
-        // bf16 rows kConvertedActRows at a time as fp32 (converting them per tile and block instead cost 10-20%);
-        // the task's weight rows are read again for each such chunk
-        float* x32 = t.scratch + kBlockRows * t.k;
-        for (int64_t i0 = 0; i0 < t.n; i0 += kConvertedActRows) {
-            DenseGemmTask chunk = t;
-            chunk.n = t.n - i0 < kConvertedActRows ? t.n - i0 : kConvertedActRows;
-            chunk.x = x32;
-            to_f32(static_cast<const uint16_t*>(t.x) + i0 * t.k, chunk.n * t.k, x32);
-            gemm_any<F32>(chunk, [&](int64_t i, int64_t j, float v) { store(i0 + i, j, v); });
+    // activation rows kConvertedActRows at a time as fp32, ld apart (converting bf16 rows per tile and block
+    // instead cost 10-20%); the task's weight rows are read again for each such chunk
+    const int64_t ld = t.k + kDenseAvx2RowPad;
+    float* x32 = t.scratch + kBlockRows * ld;
+    for (int64_t i0 = 0; i0 < t.n; i0 += kConvertedActRows) {
+        DenseGemmTask chunk = t;
+        chunk.n = t.n - i0 < kConvertedActRows ? t.n - i0 : kConvertedActRows;
+        for (int64_t i = 0; i < chunk.n; ++i) {
+            const auto* src = static_cast<const typename X::T*>(t.x) + (i0 + i) * t.k;
+            if constexpr (sizeof(typename X::T) == 2) to_f32(src, t.k, x32 + i * ld);
+            else __builtin_memcpy(x32 + i * ld, src, static_cast<size_t>(t.k) * sizeof(float));
         }
-        return;
-    }
-    const auto* w = static_cast<const uint16_t*>(t.w);
-    const int64_t row_bytes = t.k * 2;
-    // column steps of one block: activation tiles x passes (4 rows each, then single rows)
-    const int64_t steps =
-        (kBlockRows / 4 + kBlockRows % 4) * ((t.n + kTileActs - 1) / kTileActs) * (t.k / 8 > 0 ? t.k / 8 : 1);
-    for (int64_t j = 0; j < t.rows; j += kBlockRows) {
-        const int64_t j1 = j + kBlockRows < t.rows ? j + kBlockRows : t.rows;
-        const int64_t j2 = j1 + kBlockRows < t.rows ? j1 + kBlockRows : t.rows;
-        to_f32(w + j * t.k, (j1 - j) * t.k, t.scratch);
-        // the next block's rows into L2 while this block computes (its conversion would wait on memory)
-        BlockPrefetch pf = next_block(t.w, row_bytes, j1, j2, steps);
-        panel_block(t, t.scratch, j, j1 - j, store, &pf);
+        blocked_rows(chunk, x32, ld, [&](int64_t i, int64_t j, float v) { store(i0 + i, j, v); });
     }
 }
 
