@@ -3,7 +3,8 @@
 // the lanes (8 partial sums, a fixed horizontal sum, then the k % 8 tail in order), computed the same way for
 // any number of activation rows: a row's result does not depend on the batch it is in (row invariance,
 // tests/ops/row_invariance_test.cpp). Few rows (decode) stream each weight row once; many rows walk the weight
-// in 16-row blocks, each converted to fp32 once and kept in L2 while every activation row passes over it.
+// in 16-row blocks, each converted to fp32 and kept in L2 while every activation row of a 64-row chunk passes
+// over it.
 #include <immintrin.h>
 
 #include <cstdint>
@@ -18,7 +19,7 @@ namespace {
 constexpr int64_t kBlockedMinRows = kDenseBlockedMinRows;  // activation rows from which weights are walked in blocks
 constexpr int64_t kBlockRows = 16;
 constexpr int kTileActs = 3;  // activation rows of a blocked path's tile (the streamed path's take 2)
-constexpr int64_t kConvertedActRows = 64;  // bf16 activation rows the blocked path converts to fp32 at a time
+constexpr int64_t kConvertedActRows = 64;  // activation rows the blocked path holds as fp32 at a time
 
 struct Bf16 {
     using T = uint16_t;
