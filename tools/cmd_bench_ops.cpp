@@ -597,8 +597,9 @@ int run_bench(const Options& o) {
     for (const Other& x : others)
         fmt::print("{:<15} {:<24} {:>10.1f} us{}\n", x.kernel, x.shape, x.seconds * 1e6,
                    x.flops > 0
-                       ? fmt::format("  {:.1f} GFLOP/s ({:.0f}% of the bf16-dot peak)", x.flops / x.seconds / 1e9,
-                                     100.0 * x.flops / x.seconds / 1e9 / m.bf16_gflops)
+                       ? fmt::format("  {:.1f} GFLOP/s ({:.0f}% of the {} peak)", x.flops / x.seconds / 1e9,
+                                     100.0 * x.flops / x.seconds / 1e9 / m.bf16_gflops,
+                                     isa == Isa::kAvx512 ? "bf16-dot" : "fp32 FMA")
                        : std::string());
 
     if (!o.json.empty()) {
