@@ -13,7 +13,7 @@
 //     taking a value is a plain load instead of a broadcast, which on Zen 3 occupies a vector pipe;
 //   - the block partials are stored as they are and scaled into the sums in a second pass over the pair's
 //     blocks: adding each into the sums at once (load, FMA, store per block) held the replica at 9.2;
-//   - two pairs at a time (two_pairs): streamed, this kernel took ~12 TSC cycles per 64 B on one core against
+//   - two pairs at a time (pairs<2>): streamed, this kernel took ~12 TSC cycles per 64 B on one core against
 //     ~8 with the weight in L2, and a read-only pass over the same bytes ~11 as one sequential stream and ~9-10
 //     as two interleaved ones.
 #include <immintrin.h>
@@ -81,12 +81,15 @@ void gemv_groups(const QuantGemmTask& t, int64_t g0) {
     scale_and_store<G>(t, g0, part, acc);
 }
 
-// One row against two pairs (groups g0 .. g0 + 3), chunk by chunk: a chunk (both groups) of the first pair,
-// then of the second. Each pair is a sequential stream, and two streams a core draw more from memory on Zen 3
-// than one (a read-only pass over a weight as two interleaved halves took 0.80-0.87 of the time of one
+// One row against P pairs (groups g0 .. g0 + 2P - 1; P = 1 or 2), chunk by chunk: a chunk (both groups) of the
+// first pair, then of the second. Each pair is a sequential stream, and two streams a core draw more from memory
+// on Zen 3 than one (a read-only pass over a weight as two interleaved halves took 0.80-0.87 of the time of one
 // sequential pass, in process, alternating). Each column is made just before its FMA (the split of its half
-// chunk kept), so the 8 accumulators stay in registers. Same chains, same bits as gemv_groups.
-void two_pairs(const QuantGemmTask& t, int64_t g0) {
+// chunk kept), so the accumulators stay in registers. Same chains, same bits as gemv_groups. (A lone pair ran
+// gemv_groups<2> before, which decodes a chunk's 16 columns first and kept 2 of its 4 sums on the stack: a store
+// and a reload per chunk.)
+template <int P>
+void pairs(const QuantGemmTask& t, int64_t g0) {
     const int64_t kb_count = t.k / 32;
     const float* x = static_cast<const float*>(t.bits_acts);  // [k][8]
     float* acc = t.scratch;                   // [2][16]
@@ -96,7 +99,7 @@ void two_pairs(const QuantGemmTask& t, int64_t g0) {
         return t.codes + packed_group(g, t.groups, kb_count, Fp8BitsChunk::kBlockBytes, kPackedChunkBytes).offset;
     };
     const uint8_t* ca = codes(g0);
-    const uint8_t* cb = codes(g0 + 2);
+    const uint8_t* cb = P == 2 ? codes(g0 + 2) : ca;
     constexpr int64_t kPieceStride = 2 * kPackedChunkBytes, kBlockStride = 2 * Fp8BitsChunk::kBlockBytes;
     for (int64_t kb = 0; kb < kb_count; ++kb) {
         // [pair][group][rows 0-7, 8-15], named: arrays indexed by unrolled loops can stay on the stack
@@ -114,30 +117,38 @@ void two_pairs(const QuantGemmTask& t, int64_t g0) {
             };
             const uint8_t* pa = ca + kb * kBlockStride + c * kPieceStride;
             const uint8_t* pb = cb + kb * kBlockStride + c * kPieceStride;
-            for (const uint8_t* q : {pa, pa + kPackedChunkBytes, pb, pb + kPackedChunkBytes})
-                _mm_prefetch(reinterpret_cast<const char*>(q + kPrefetchBytes), _MM_HINT_T0);
+            _mm_prefetch(reinterpret_cast<const char*>(pa + kPrefetchBytes), _MM_HINT_T0);
+            _mm_prefetch(reinterpret_cast<const char*>(pa + kPackedChunkBytes + kPrefetchBytes), _MM_HINT_T0);
+            if constexpr (P == 2) {
+                _mm_prefetch(reinterpret_cast<const char*>(pb + kPrefetchBytes), _MM_HINT_T0);
+                _mm_prefetch(reinterpret_cast<const char*>(pb + kPackedChunkBytes + kPrefetchBytes), _MM_HINT_T0);
+            }
             half(pa, a00);
             half(pa + 32, a01);
             half(pa + kPackedChunkBytes, a10);
             half(pa + kPackedChunkBytes + 32, a11);
-            half(pb, b00);
-            half(pb + 32, b01);
-            half(pb + kPackedChunkBytes, b10);
-            half(pb + kPackedChunkBytes + 32, b11);
+            if constexpr (P == 2) {
+                half(pb, b00);
+                half(pb + 32, b01);
+                half(pb + kPackedChunkBytes, b10);
+                half(pb + kPackedChunkBytes + 32, b11);
+            }
         }
         float* qa = part_a + kb * 32;
-        float* qb = part_b + kb * 32;
         _mm256_store_ps(qa, a00);
         _mm256_store_ps(qa + 8, a01);
         _mm256_store_ps(qa + 16, a10);
         _mm256_store_ps(qa + 24, a11);
-        _mm256_store_ps(qb, b00);
-        _mm256_store_ps(qb + 8, b01);
-        _mm256_store_ps(qb + 16, b10);
-        _mm256_store_ps(qb + 24, b11);
+        if constexpr (P == 2) {
+            float* qb = part_b + kb * 32;
+            _mm256_store_ps(qb, b00);
+            _mm256_store_ps(qb + 8, b01);
+            _mm256_store_ps(qb + 16, b10);
+            _mm256_store_ps(qb + 24, b11);
+        }
     }
     scale_and_store<2>(t, g0, part_a, acc);
-    scale_and_store<2>(t, g0 + 2, part_b, acc);
+    if constexpr (P == 2) scale_and_store<2>(t, g0 + 2, part_b, acc);
 }
 
 }  // namespace
@@ -145,9 +156,9 @@ void two_pairs(const QuantGemmTask& t, int64_t g0) {
 // Two pairs at a time, then a last pair, then a lone last group.
 void gemv_fp8_bits(const QuantGemmTask& t) {
     int64_t g = 0;
-    for (; g + 4 <= t.groups; g += 4) two_pairs(t, g);
+    for (; g + 4 <= t.groups; g += 4) pairs<2>(t, g);
     if (g + 2 <= t.groups) {
-        gemv_groups<2>(t, g);
+        pairs<1>(t, g);
         g += 2;
     }
     if (g < t.groups) gemv_groups<1>(t, g);
