@@ -36,56 +36,43 @@ void scale_and_store(const QuantGemmTask& t, int64_t g0, const float* part, floa
                                 });
 }
 
-// One row against the G groups of a pair (packing.h; G = 1 for a lone last group).
-template <int G>
-void gemv_groups(const QuantGemmTask& t, int64_t g0) {
+// One row against a lone last group g0 (packing.h: a group without its pair). Same chains, same bits as pairs.
+void lone_group(const QuantGemmTask& t, int64_t g0) {
     const int64_t kb_count = t.k / 32;
     const float* x = static_cast<const float*>(t.bits_acts);  // [k][8]
     const uint8_t* codes =
         t.codes + packed_group(g0, t.groups, kb_count, Fp8BitsChunk::kBlockBytes, kPackedChunkBytes).offset;
-    constexpr int64_t kPieceStride = G * kPackedChunkBytes, kBlockStride = G * Fp8BitsChunk::kBlockBytes;
-    float* acc = t.scratch;            // [G][16]
-    float* part = t.scratch + 16 * 2;  // [kb][G][16]: the block partials (k floats; the scratch holds 24 k)
+    float* acc = t.scratch;            // [16]
+    float* part = t.scratch + 16 * 2;  // [kb][16]: the block partials (k / 2 floats; the scratch holds 24 k)
     for (int64_t kb = 0; kb < kb_count; ++kb) {
-        const uint8_t* block = codes + kb * kBlockStride;
-        __m256 p[G][2];  // [group][rows 0-7, 8-15]
-#pragma GCC unroll 2
-        for (int g = 0; g < G; ++g) p[g][0] = p[g][1] = _mm256_setzero_ps();
+        const uint8_t* block = codes + kb * Fp8BitsChunk::kBlockBytes;
+        __m256 p0 = _mm256_setzero_ps(), p1 = p0;  // rows 0-7, 8-15
 #pragma GCC unroll 1
         for (int c = 0; c < Fp8BitsChunk::kChunks; ++c) {
-            __m256 lo[G][4], hi[G][4];  // columns of rows 0-7, 8-15
-#pragma GCC unroll 2
-            for (int g = 0; g < G; ++g) {
-                const uint8_t* piece = block + c * kPieceStride + g * kPackedChunkBytes;
-                _mm_prefetch(reinterpret_cast<const char*>(piece + kPrefetchBytes), _MM_HINT_T0);
-                Fp8BitsChunk::decode_half(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(piece)), lo[g]);
-                Fp8BitsChunk::decode_half(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(piece + 32)), hi[g]);
-            }
+            const uint8_t* piece = block + c * kPackedChunkBytes;
+            _mm_prefetch(reinterpret_cast<const char*>(piece + kPrefetchBytes), _MM_HINT_T0);
+            __m256 lo[4], hi[4];  // columns of rows 0-7, 8-15
+            Fp8BitsChunk::decode_half(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(piece)), lo);
+            Fp8BitsChunk::decode_half(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(piece + 32)), hi);
             const float* xc = x + 8 * (kb * 32 + c * Fp8BitsChunk::kCols);
 #pragma GCC unroll 4
             for (int j = 0; j < 4; ++j) {
                 const __m256 xj = _mm256_load_ps(xc + 8 * j);
-#pragma GCC unroll 2
-                for (int g = 0; g < G; ++g) {
-                    p[g][0] = _mm256_fmadd_ps(lo[g][j], xj, p[g][0]);
-                    p[g][1] = _mm256_fmadd_ps(hi[g][j], xj, p[g][1]);
-                }
+                p0 = _mm256_fmadd_ps(lo[j], xj, p0);
+                p1 = _mm256_fmadd_ps(hi[j], xj, p1);
             }
         }
-#pragma GCC unroll 2
-        for (int g = 0; g < G; ++g) {
-            _mm256_store_ps(part + (kb * G + g) * 16, p[g][0]);
-            _mm256_store_ps(part + (kb * G + g) * 16 + 8, p[g][1]);
-        }
+        _mm256_store_ps(part + kb * 16, p0);
+        _mm256_store_ps(part + kb * 16 + 8, p1);
     }
-    scale_and_store<G>(t, g0, part, acc);
+    scale_and_store<1>(t, g0, part, acc);
 }
 
 // One row against P pairs (groups g0 .. g0 + 2P - 1; P = 1 or 2), chunk by chunk: a chunk (both groups) of the
 // first pair, then of the second. Each pair is a sequential stream, and two streams a core draw more from memory
 // on Zen 3 than one (a read-only pass over a weight as two interleaved halves took 0.80-0.87 of the time of one
 // sequential pass, in process, alternating). Each column is made just before its FMA (the split of its half
-// chunk kept), so the accumulators stay in registers. Same chains, same bits as gemv_groups. (A lone pair ran
+// chunk kept), so the accumulators stay in registers. Same chains, same bits as lone_group. (A lone pair ran
 // gemv_groups<2> before, which decodes a chunk's 16 columns first and kept 2 of its 4 sums on the stack: a store
 // and a reload per chunk.)
 template <int P>
@@ -161,7 +148,7 @@ void gemv_fp8_bits(const QuantGemmTask& t) {
         pairs<1>(t, g);
         g += 2;
     }
-    if (g < t.groups) gemv_groups<1>(t, g);
+    if (g < t.groups) lone_group(t, g);
 }
 
 }  // namespace deepinfer::backend::cpu::avx2
