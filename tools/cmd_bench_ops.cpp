@@ -465,6 +465,9 @@ int run_bench(const Options& o) {
          [&](auto& v) { add_fp4(v, "expert w2", 5120, 2304, kernels, pool, in, y.as<bf16>(), o, total); }},
         {"gemm_fp8", "wo_b",
          [&](auto& v) { add_fp8(v, "wo_b", 5120, 8192, kernels, pool, in, y.as<bf16>(), o, total); }},
+        // Engram's wkv (layers 1 and 14): the largest linear of a decode step (spec §5.5.2, 157 MB)
+        {"gemm_fp8", "engram wkv",
+         [&](auto& v) { add_fp8(v, "engram wkv", 25600, 6144, kernels, pool, in, y.as<bf16>(), o, total); }},
         {"gemm_fp4_grouped", moe_name,
          [&](auto& v) { add_fp4_experts(v, moe_name, 2304, 5120, moe_experts, 6, kernels, pool, in, y.as<bf16>(), o); }},
         {"gemm_f32_bf16w", "head",
