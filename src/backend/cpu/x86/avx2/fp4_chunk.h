@@ -150,7 +150,9 @@ inline NextGroup next_group(const QuantGemmTask& t, int64_t g) {
 
 // The MXFP4 GEMV of one activation row in its integer form (t.n == 1, t.fp4_row set; gemv_fp4_int_avx2.cpp).
 void gemv_fp4_int(const QuantGemmTask& t);
-// The MXFP4 GEMM of several rows in their integer form (t.fp4_row set; gemm_fp4_int_avx2.cpp).
+// The MXFP4 GEMM of two rows on the planes (t.n == 2, t.fp4_row set; gemm_fp4_two_rows_avx2.cpp).
+void gemm_fp4_two_rows(const QuantGemmTask& t);
+// The MXFP4 GEMM of 5+ rows in their integer form (t.fp4_row set; gemm_fp4_int_avx2.cpp).
 void gemm_fp4_int(const QuantGemmTask& t);
 
 }  // namespace deepinfer::backend::cpu::avx2

@@ -1,5 +1,6 @@
 // The integer form of act_quant rows that the integer MXFP4 kernels read (Fp4RowLayout in isa_ops.h: two int8
-// planes for AVX2's GEMV and AVX-512's GEMM; Fp4PanelRow in fp4_chunk.h: int16 words for AVX2's panel GEMM).
+// planes for AVX2's GEMV and AVX-512's GEMM, broadcast too for AVX2's GEMM of two rows (fp4_planes.h);
+// Fp4PanelRow in fp4_chunk.h: int16 words for AVX2's panel GEMM).
 // A block's e4m3 values are v_k * 2^(e - 10) with integers v_k, e the smallest exponent among its nonzero values
 // (the argument for why the kernels' integer sums are the fp32 chain's: gemv_fp4_int_avx2.cpp).
 #include <immintrin.h>
@@ -8,7 +9,7 @@
 #include <cstdint>
 #include <cstring>
 
-#include "backend/cpu/x86/avx2/fp4_chunk.h"
+#include "backend/cpu/x86/avx2/fp4_planes.h"
 
 namespace deepinfer::backend::cpu::avx2 {
 namespace {
@@ -152,17 +153,34 @@ void prep_row(const uint8_t* codes, int64_t k, uint8_t* out) {
     }
 }
 
+// Each plane dword of a row 8 times (fp4_planes.h: the rows of a GEMM of two activation rows), after its planes.
+void broadcast_planes(int64_t kb_count, uint8_t* out) {
+    auto* dst = reinterpret_cast<__m256i*>(out + fp4_broadcast_offset(kb_count));
+    for (int64_t kb = 0; kb < kb_count; ++kb) {
+        const auto* planes = reinterpret_cast<const int32_t*>(out + 64 * kb);  // lo [8 dwords], hi [8 dwords]
+        for (int c = 0; c < 4; ++c) {
+            __m256i* d = dst + (kb * 4 + c) * 4;
+            _mm256_store_si256(d, _mm256_set1_epi32(planes[2 * c]));
+            _mm256_store_si256(d + 1, _mm256_set1_epi32(planes[2 * c + 1]));
+            _mm256_store_si256(d + 2, _mm256_set1_epi32(planes[8 + 2 * c]));
+            _mm256_store_si256(d + 3, _mm256_set1_epi32(planes[9 + 2 * c]));
+        }
+    }
+}
+
 }  // namespace
 
-// The AVX2 MXFP4 GEMM reads the planes for one row (its GEMV), nothing for 2-4 rows (those run on fp32 columns)
-// and the panel rows for more (gemm_quant_avx2.cpp gemm_fp4).
+// The AVX2 MXFP4 GEMM reads the planes for one row (its GEMV), the planes and their broadcast dwords for two
+// rows, nothing for 3-4 rows (those run on fp32 columns) and the panel rows for more (gemm_quant_avx2.cpp
+// gemm_fp4).
 int64_t fp4_row_bytes(int64_t k, int64_t n) {
-    if (n == 1) return fp4_row_layout(k / 32).bytes;
+    if (n <= 2) return n == 1 ? fp4_row_layout(k / 32).bytes : fp4_rows_bytes(k / 32);
     return n > kStreamRows ? fp4_panel_row(k / 32).bytes : 0;
 }
 void prep_fp4_row(const uint8_t* codes, int64_t k, int64_t n, uint8_t* out) {
-    if (n == 1) prep_row<false>(codes, k, out);
-    else prep_row<true>(codes, k, out);
+    if (n > kStreamRows) return prep_row<true>(codes, k, out);
+    prep_row<false>(codes, k, out);
+    if (n == 2) broadcast_planes(k / 32, out);
 }
 int64_t plane_row_bytes(int64_t k, int64_t) { return fp4_row_layout(k / 32).bytes; }
 void prep_plane_row(const uint8_t* codes, int64_t k, int64_t, uint8_t* out) { prep_row<false>(codes, k, out); }

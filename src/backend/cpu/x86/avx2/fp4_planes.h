@@ -1,0 +1,99 @@
+// What the AVX2 MXFP4 kernels on two int8 planes share (gemv_fp4_int_avx2.cpp for one activation row,
+// gemm_fp4_two_rows_avx2.cpp for two): the piece decode to biased bytes, a plane's products, the blocks those kernels
+// hand to a third plane or to the fp32 chain, and the layout of their rows. The argument for why their integer
+// sums are the fp32 kernel's bits: gemv_fp4_int_avx2.cpp. AVX2 translation units only.
+#pragma once
+
+#include <immintrin.h>
+
+#include <cstdint>
+
+#include "backend/cpu/x86/avx2/fp4_chunk.h"
+
+namespace deepinfer::backend::cpu::avx2 {
+
+// The rows of a GEMM of two activation rows (fp4_row_bytes): a row of Fp4RowLayout (isa_ops.h), then its plane dwords
+// broadcast, [kb][chunk c][lo0, lo1, hi0, hi1][8 dwords], so that vpmaddubsw takes them as memory operands
+// (a broadcast per plane dword and row costs a vector op; gemm_fp4_two_rows_avx2.cpp).
+inline constexpr int64_t fp4_broadcast_offset(int64_t kb_count) { return fp4_row_layout(kb_count).bytes; }
+inline constexpr int64_t fp4_rows_bytes(int64_t kb_count) { return fp4_broadcast_offset(kb_count) + 512 * kb_count; }
+
+// A 32-byte piece of codes as unsigned bytes 2 w + 12 (tables::kE2M1Biased): in dword r, row r's weights of
+// columns {0,4,1,5} (w0, the low nibbles) and {2,6,3,7} (w1, the high ones).
+struct PieceWeights {
+    __m256i w0, w1;
+};
+__attribute__((always_inline)) inline PieceWeights piece_weights(const uint8_t* q, __m256i lut, __m256i nib) {
+    const __m256i d = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(q));
+    return {_mm256_shuffle_epi8(lut, _mm256_and_si256(d, nib)),
+            _mm256_shuffle_epi8(lut, _mm256_and_si256(_mm256_srli_epi16(d, 4), nib))};
+}
+// One plane's products of a piece in int16 lanes, the plane's bytes of the two column sets broadcast in p0 / p1:
+// |each vpmaddubsw lane| <= 2 * 24 * 128, two fit.
+__attribute__((always_inline)) inline __m256i plane_sums(const PieceWeights& w, __m256i p0, __m256i p1) {
+    return _mm256_add_epi16(_mm256_maddubs_epi16(w.w0, p0), _mm256_maddubs_epi16(w.w1, p1));
+}
+
+// A block the integer form does not cover, as the fp32 kernel computes it for one row (gemm_quant_avx2.cpp
+// stream_rows<1, G>): FMAs in column order. Out of line: inlined, its constants held registers through the
+// block loop and the integer loop's sums went to the stack.
+template <int G>
+__attribute__((noinline)) void chain_block(const float* a, const uint8_t* block, __m256 (&p)[G][2]) {
+    const Fp4Chunk chunk;
+#pragma GCC unroll 1
+    for (int g = 0; g < G; ++g) {
+        __m256 q0 = _mm256_setzero_ps(), q1 = q0;
+#pragma GCC unroll 1
+        for (int c = 0; c < Fp4Chunk::kChunks; ++c) {
+            const uint8_t* piece = block + (c * G + g) * kPackedChunkBytes;
+            _mm_prefetch(reinterpret_cast<const char*>(piece + kPrefetchBytes), _MM_HINT_T0);
+            chunk.decode(piece, [&](int j, __m256 col0, __m256 col1) {
+                const __m256 x = _mm256_broadcast_ss(a + c * Fp4Chunk::kCols + j);
+                q0 = _mm256_fmadd_ps(col0, x, q0);
+                q1 = _mm256_fmadd_ps(col1, x, q1);
+            });
+        }
+        p[g][0] = q0;
+        p[g][1] = q1;
+    }
+}
+
+// A block too wide for two planes whose products no fp32 partial sum can round (kFp4SumsExact: 12 sum |v| <
+// 2^24), on three: v = 65536 top + 256 hi + lo (Fp4RowLayout::top). Its fp32 chain is then exact too, so the
+// integer sum times the unit is the chain's partial, as for two planes. Why: the SwiGLU rows of the expert w2
+// (k = 2304) have 16% of their blocks too wide for two planes, 0.4% not exact at all (w1 / w3: 1.7% and 0.3%;
+// counted in bench-decode on the released dimensions), and the fp32 chain took ~1.9x the integer loop's time per
+// block. Out of line and group by group, which keeps the loop's registers for six plane broadcasts.
+template <int G>
+__attribute__((noinline)) void three_plane_block(const int32_t* planes, const int32_t* top, int32_t base, float unit,
+                                                 const uint8_t* block, __m256 (&p)[G][2]) {
+    const __m256i lut =
+        _mm256_broadcastsi128_si256(_mm_load_si128(reinterpret_cast<const __m128i*>(tables::kE2M1Biased.v)));
+    const __m256i nib = _mm256_set1_epi8(0x0f), ones = _mm256_set1_epi16(1), times256 = _mm256_set1_epi16(256);
+#pragma GCC unroll 1
+    for (int g = 0; g < G; ++g) {
+        __m256i s0 = _mm256_set1_epi32(base), s1 = s0;
+#pragma GCC unroll 1
+        for (int c = 0; c < Fp4Chunk::kChunks; ++c) {
+            const __m256i lo0 = _mm256_set1_epi32(planes[2 * c]), lo1 = _mm256_set1_epi32(planes[2 * c + 1]);
+            const __m256i hi0 = _mm256_set1_epi32(planes[8 + 2 * c]), hi1 = _mm256_set1_epi32(planes[9 + 2 * c]);
+            const __m256i top0 = _mm256_set1_epi32(top[2 * c]), top1 = _mm256_set1_epi32(top[2 * c + 1]);
+            const auto half = [&](const uint8_t* q, __m256i& sum) __attribute__((always_inline)) {
+                const PieceWeights w = piece_weights(q, lut, nib);
+                const __m256i low_two = _mm256_add_epi32(_mm256_madd_epi16(plane_sums(w, lo0, lo1), ones),
+                                                         _mm256_madd_epi16(plane_sums(w, hi0, hi1), times256));
+                const __m256i top_part = _mm256_slli_epi32(_mm256_madd_epi16(plane_sums(w, top0, top1), ones), 16);
+                sum = _mm256_add_epi32(sum, _mm256_add_epi32(low_two, top_part));
+            };
+            const uint8_t* piece = block + (c * G + g) * kPackedChunkBytes;
+            _mm_prefetch(reinterpret_cast<const char*>(piece + kPrefetchBytes), _MM_HINT_T0);
+            half(piece, s0);
+            half(piece + 32, s1);
+        }
+        const __m256 u = _mm256_set1_ps(unit);
+        p[g][0] = _mm256_mul_ps(_mm256_cvtepi32_ps(s0), u);
+        p[g][1] = _mm256_mul_ps(_mm256_cvtepi32_ps(s1), u);
+    }
+}
+
+}  // namespace deepinfer::backend::cpu::avx2

@@ -1,0 +1,119 @@
+// AVX2 MXFP4 GEMM of two act_quant rows on two int8 planes, bit-identical to the fp32 kernel of
+// gemm_quant_avx2.cpp (stream_rows) and so to each row alone (row invariance): the form of the one-row GEMV
+// (gemv_fp4_int_avx2.cpp, which has the argument for the bits) with each piece's decode shared by the rows.
+//
+// Why: two rows are what many experts of a batched decode step see (64 sequences, 6 of 384 experts each: a
+// fifth of the routed experts get two), and there the fp32 kernel took ~1.25x this one's time on Zen 3 (kernel
+// calls on an L2-resident 256 x 2304 weight, 3 alternating series: min 12.9 -> 10.1, median 15.9 -> 13.9 TSC
+// cycles per 64 B of codes and row; streamed by two threads, the expert w1 / w2 of 2 rows 0.80-0.85 of the
+// time). Not for 3-4 rows: per row this loop costs about the one-row GEMV's (its 6 integer multiplies per 64
+// weights and row stay; the decode it shares is the small part), and the fp32 kernel, whose decode is the large
+// part, shares it over more rows -- at 3-4 rows the two took the same time per row or the fp32 kernel less
+// (as did int16 weights against vpmaddwd, a scratch variant: 4 multiplies but 12 decode ops a piece).
+//
+// The loop: a block's pieces (32 bytes: 8 weight rows x 8 columns) one after the other, each through the
+// block's 4 chunks with one int32 sum a row; the activation planes come broadcast in the rows already
+// (fp4_planes.h), so each vpmaddubsw reads its dword vector from memory instead of a broadcast per dword and
+// row.
+#include <immintrin.h>
+
+#include <cstdint>
+
+#include "backend/cpu/x86/avx2/fp4_planes.h"
+
+namespace deepinfer::backend::cpu::avx2 {
+namespace {
+
+constexpr int R = 2;  // activation rows (the loops over them are unrolled)
+
+// The rows against G groups of a pair (packing.h; G = 1 for a lone last group), the pair read as one stream.
+template <int G>
+void rows_groups(const QuantGemmTask& t, int64_t g0) {
+    const int64_t kb_count = t.k / 32;
+    const Fp4RowLayout layout = fp4_row_layout(kb_count);
+    const int64_t row_bytes = fp4_rows_bytes(kb_count);
+    const uint8_t* codes =
+        t.codes + packed_group(g0, t.groups, kb_count, Fp4Chunk::kBlockBytes, kPackedChunkBytes).offset;
+    constexpr int64_t kChunkStride = G * kPackedChunkBytes, kBlockStride = G * Fp4Chunk::kBlockBytes;
+    float* acc = t.scratch;            // [G][16]
+    float* part = t.scratch + 16 * 2;  // [R][kb][G][16]: the block partials of each row
+    const auto row = [&](int r) { return t.fp4_row + r * row_bytes; };
+    const __m256i lut =
+        _mm256_broadcastsi128_si256(_mm_load_si128(reinterpret_cast<const __m128i*>(tables::kE2M1Biased.v)));
+    const __m256i nib = _mm256_set1_epi8(0x0f), ones = _mm256_set1_epi16(1), times256 = _mm256_set1_epi16(256);
+    for (int64_t kb = 0; kb < kb_count; ++kb) {
+        const uint8_t* block = codes + kb * kBlockStride;
+#pragma GCC unroll 8
+        for (int64_t b = 0; b < kBlockStride; b += 64)
+            _mm_prefetch(reinterpret_cast<const char*>(block + kPrefetchBytes + b), _MM_HINT_T0);
+        // piece p: group p / 2, rows 0-7 (p even) or 8-15 of it
+#pragma GCC unroll 1
+        for (int p = 0; p < 2 * G; ++p) {
+            __m256i s[R];  // int32 sums of lo plane + 256 x hi plane, from the bias correction
+#pragma GCC unroll 4
+            for (int r = 0; r < R; ++r)
+                s[r] = _mm256_set1_epi32(reinterpret_cast<const int32_t*>(row(r) + layout.base)[kb]);
+            const uint8_t* piece = block + (p / 2) * kPackedChunkBytes + (p % 2) * 32;
+#pragma GCC unroll 4
+            for (int c = 0; c < Fp4Chunk::kChunks; ++c) {
+                const PieceWeights w = piece_weights(piece + c * kChunkStride, lut, nib);
+#pragma GCC unroll 4
+                for (int r = 0; r < R; ++r) {
+                    // [lo0, lo1, hi0, hi1] of chunk c
+                    const auto* planes =
+                        reinterpret_cast<const __m256i*>(row(r) + fp4_broadcast_offset(kb_count)) + (kb * 4 + c) * 4;
+                    const __m256i s_lo = plane_sums(w, _mm256_load_si256(planes), _mm256_load_si256(planes + 1));
+                    const __m256i s_hi = plane_sums(w, _mm256_load_si256(planes + 2), _mm256_load_si256(planes + 3));
+                    s[r] = _mm256_add_epi32(
+                        s[r], _mm256_add_epi32(_mm256_madd_epi16(s_lo, ones), _mm256_madd_epi16(s_hi, times256)));
+                }
+            }
+#pragma GCC unroll 4
+            for (int r = 0; r < R; ++r) {
+                const float unit = reinterpret_cast<const float*>(row(r) + layout.unit)[kb];
+                _mm256_store_ps(part + (r * kb_count + kb) * G * 16 + 8 * p,
+                                _mm256_mul_ps(_mm256_cvtepi32_ps(s[r]), _mm256_set1_ps(unit)));
+            }
+        }
+        // a row's block the planes do not hold: its partials again, as the one-row GEMV takes them
+#pragma GCC unroll 1
+        for (int r = 0; r < R; ++r) {
+            const uint8_t flags = row(r)[layout.exact + kb];
+            if (flags & kFp4PlanesExact) continue;
+            __m256 q[G][2];
+            if (flags & kFp4SumsExact)
+                three_plane_block<G>(reinterpret_cast<const int32_t*>(row(r) + 64 * kb),
+                                     reinterpret_cast<const int32_t*>(row(r) + layout.top + 32 * kb),
+                                     reinterpret_cast<const int32_t*>(row(r) + layout.base)[kb],
+                                     reinterpret_cast<const float*>(row(r) + layout.unit)[kb], block, q);
+            else
+                chain_block<G>(static_cast<const float*>(t.acts) + r * t.k + kb * 32, block, q);
+            for (int g = 0; g < G; ++g) {
+                _mm256_store_ps(part + ((r * kb_count + kb) * G + g) * 16, q[g][0]);
+                _mm256_store_ps(part + ((r * kb_count + kb) * G + g) * 16 + 8, q[g][1]);
+            }
+        }
+    }
+    const __m256 f = _mm256_set1_ps(Fp4Chunk::kValueScale);
+    for (int r = 0; r < R; ++r) {
+        QuantGemmTask tr = t;  // row r as a task of one row: its scales and outputs
+        tr.act_scales = t.act_scales + r * kb_count;
+        if (t.out) tr.out = t.out + r * t.ldo;
+        if (t.out_f32) tr.out_f32 = t.out_f32 + r * t.ldo;
+        scale_partials_and_store<G>(tr, g0, part + r * kb_count * G * 16, acc, f,
+                                    [&](int g, int64_t kb, __m256& sw0, __m256& sw1) {
+                                        fp4_scales(t, g0 + g, kb, sw0, sw1);
+                                    });
+    }
+}
+
+}  // namespace
+
+void gemm_fp4_two_rows(const QuantGemmTask& t) {
+    for (int64_t g = 0; g < t.groups; g += 2) {
+        if (g + 2 <= t.groups) rows_groups<2>(t, g);
+        else rows_groups<1>(t, g);
+    }
+}
+
+}  // namespace deepinfer::backend::cpu::avx2
