@@ -72,17 +72,17 @@ inline void store_rows(const QuantGemmTask& t, int64_t g, int64_t i, const float
     for (int64_t r = 0; r < valid; ++r) o[r] = row[r];
 }
 
-// One row's block partials part[kb][G][16] (unscaled) of the G groups from g0 scaled into its sums in block order
-// -- scale_into's FMA, p * ((sw * f) * sa) -- and stored: the one-row GEMVs' second pass. The sums stay in
+// Activation row i's block partials part[kb][G][16] (unscaled) of the G groups from g0 scaled into its sums in block
+// order -- scale_into's FMA, p * ((sw * f) * sa) -- and stored: the GEMVs' second pass (one row, or each of two). The sums stay in
 // registers: added through memory, each block's load and store made a chain (in-process A/B on Zen 3: 0.90-0.95 of
 // that time for MXFP4, 0.955-0.98 for fp8). scales_of(g, kb, sw0, sw1): the block scales of group g0 + g.
 template <int G, class Scales>
 inline void scale_partials_and_store(const QuantGemmTask& t, int64_t g0, const float* part, float* acc, __m256 f,
-                                     const Scales& scales_of) {
+                                     const Scales& scales_of, int64_t i = 0) {
     const int64_t kb_count = t.k / 32;
     __m256 s00 = _mm256_setzero_ps(), s01 = s00, s10 = s00, s11 = s00;  // [group][rows 0-7, 8-15]
     for (int64_t kb = 0; kb < kb_count; ++kb) {
-        const __m256 sa = _mm256_set1_ps(t.act_scales[kb]);
+        const __m256 sa = _mm256_set1_ps(t.act_scales[i * kb_count + kb]);
         const float* q = part + kb * G * 16;
         const auto scale = [&](int g, __m256& lo, __m256& hi) __attribute__((always_inline)) {
             __m256 sw0, sw1;
@@ -99,7 +99,7 @@ inline void scale_partials_and_store(const QuantGemmTask& t, int64_t g0, const f
         _mm256_store_ps(acc + 16, s10);
         _mm256_store_ps(acc + 24, s11);
     }
-    for (int g = 0; g < G; ++g) store_rows(t, g0 + g, 0, acc + 16 * g);
+    for (int g = 0; g < G; ++g) store_rows(t, g0 + g, i, acc + 16 * g);
 }
 
 // Software prefetch distance along the pair's stream (as in the AVX-512 kernels: 3 KB ahead gained 5-17% at

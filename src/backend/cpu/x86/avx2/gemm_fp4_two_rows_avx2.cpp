@@ -95,16 +95,10 @@ void rows_groups(const QuantGemmTask& t, int64_t g0) {
         }
     }
     const __m256 f = _mm256_set1_ps(Fp4Chunk::kValueScale);
-    for (int r = 0; r < R; ++r) {
-        QuantGemmTask tr = t;  // row r as a task of one row: its scales and outputs
-        tr.act_scales = t.act_scales + r * kb_count;
-        if (t.out) tr.out = t.out + r * t.ldo;
-        if (t.out_f32) tr.out_f32 = t.out_f32 + r * t.ldo;
-        scale_partials_and_store<G>(tr, g0, part + r * kb_count * G * 16, acc, f,
-                                    [&](int g, int64_t kb, __m256& sw0, __m256& sw1) {
-                                        fp4_scales(t, g0 + g, kb, sw0, sw1);
-                                    });
-    }
+    for (int r = 0; r < R; ++r)
+        scale_partials_and_store<G>(
+            t, g0, part + r * kb_count * G * 16, acc, f,
+            [&](int g, int64_t kb, __m256& sw0, __m256& sw1) { fp4_scales(t, g0 + g, kb, sw0, sw1); }, r);
 }
 
 }  // namespace
