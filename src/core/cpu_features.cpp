@@ -48,6 +48,12 @@ CpuFeatures detect() {
     // AMX-TILE (edx bit 24) and AMX-BF16 (bit 22), the tile configuration and data state enabled (XCR0 17, 18)
     f.amx_bf16 = (xcr0 & 0x60000) == 0x60000 && (edx & (1u << 24)) && (edx & (1u << 22));
     if (!f.fma) f.avx2 = false;
+#ifdef DEEPINFER_EMULATE_AVX512
+    // the emulated build (backend/cpu/x86/avx512/emulated_avx512.h): the AVX-512 table runs on SIMDe wherever
+    // AVX2 does; AMX is not emulated
+    f.avx512f = f.avx512bw = f.avx512vl = f.avx512dq = f.avx512_bf16 = f.avx512_vnni = f.avx512_vbmi = f.avx2;
+    f.amx_bf16 = false;
+#endif
     unsigned vendor[3];
     if (__get_cpuid(0, &eax, &vendor[0], &vendor[2], &vendor[1])) {
         const bool amd = vendor[0] == 0x68747541u && vendor[1] == 0x69746e65u && vendor[2] == 0x444d4163u;  // AuthenticAMD

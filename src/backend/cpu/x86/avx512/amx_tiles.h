@@ -2,7 +2,7 @@
 // gemm_head_amx.cpp): palette 1, per tile register its rows and bytes per row.
 #pragma once
 
-#include <immintrin.h>
+#include "backend/cpu/x86/avx512/avx512_intrinsics.h"
 
 #include <cstdint>
 

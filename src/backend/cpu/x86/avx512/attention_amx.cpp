@@ -15,7 +15,7 @@
 // probabilities), B at 6-7 (16 pairs x 16 dwords of the kv arrangement).
 #include "backend/cpu/x86/avx512/attention_amx.h"
 
-#include <immintrin.h>
+#include "backend/cpu/x86/avx512/avx512_intrinsics.h"
 
 #include "backend/cpu/x86/avx512/amx_tiles.h"
 

@@ -3,7 +3,7 @@
 // products are exact in fp32, only the summation order differs from the reference) and keep the reference's rounding points: bf16 probabilities before P.V
 // with an fp32 denominator, online softmax over blocks of 64 indices; bf16 dot / relu / weight products
 // summed over heads in order for the scores.
-#include <immintrin.h>
+#include "backend/cpu/x86/avx512/avx512_intrinsics.h"
 
 #include <cstdint>
 

@@ -2,7 +2,7 @@
 // Everything lives in namespace avx512 so no symbol is shared with code built for another ISA.
 #pragma once
 
-#include <immintrin.h>
+#include "backend/cpu/x86/avx512/avx512_intrinsics.h"
 
 #include <cstdint>
 
@@ -102,8 +102,12 @@ inline void transpose16(__m512i (&r)[16]) {
 // vdpbf16ps: for the intrinsic form (_mm512_set1_epi32 + _mm512_dpbf16_ps) GCC 12 emits a separate
 // vpbroadcastd, an extra vector uop per dot product (measured: +5-8% on the decode GEMVs without it).
 inline __m512 dot_bcast(__m512 acc, __m512i w, const uint32_t* pair) {
+#ifdef DEEPINFER_EMULATE_AVX512
+    return _mm512_dpbf16_ps(acc, (__m512bh)w, (__m512bh)_mm512_set1_epi32(static_cast<int>(*pair)));
+#else
     __asm__("vdpbf16ps %2%{1to16%}, %1, %0" : "+v"(acc) : "v"(w), "m"(*pair));
     return acc;
+#endif
 }
 
 inline __mmask16 lane_mask(int64_t valid) {

@@ -3,7 +3,7 @@
 // decode, and the AMX GEMMs' tile shapes.
 #pragma once
 
-#include <immintrin.h>
+#include "backend/cpu/x86/avx512/avx512_intrinsics.h"
 
 #include <algorithm>
 #include <climits>
@@ -35,8 +35,8 @@ inline constexpr Prefetch kFewRowsAhead{0, 6144}, kManyRowsAhead{1536, 12288};
 // 71-73% of the bandwidth against 83-98% one per chunk (stream_rows' notes).
 template <Prefetch kAhead>
 inline void prefetch_ahead(const uint8_t* chunk, __m512i after) {
-    if constexpr (kAhead.l1 > 0) __asm__ volatile("prefetcht0 %0" : : "m"(chunk[kAhead.l1]), "v"(after));
-    if constexpr (kAhead.l2 > 0) __asm__ volatile("prefetcht1 %0" : : "m"(chunk[kAhead.l2]), "v"(after));
+    if constexpr (kAhead.l1 > 0) __asm__ volatile("prefetcht0 %0" : : "m"(chunk[kAhead.l1]), DEEPINFER_ZMM(after));
+    if constexpr (kAhead.l2 > 0) __asm__ volatile("prefetcht1 %0" : : "m"(chunk[kAhead.l2]), DEEPINFER_ZMM(after));
 }
 
 // Decoders of one 64-byte chunk into kVectors registers: vector q holds, in dword lane r, the bf16 pair

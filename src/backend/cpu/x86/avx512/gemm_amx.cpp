@@ -17,7 +17,7 @@
 //
 // Why: vdpbf16ps costs ~2.3 cycles of both vector ports on Intel's cores, so 2-16 activation rows were
 // compute-bound there; one tdpbf16ps does a 16x32 by 32x16 product (docs/PERFORMANCE.md, "Fourteenth session").
-#include <immintrin.h>
+#include "backend/cpu/x86/avx512/avx512_intrinsics.h"
 
 #include <cstdint>
 
@@ -116,7 +116,7 @@ inline void add_scaled_sums_n(float* const* c, float* acc, int m, const __m512* 
         sw[j] = sw_in[j];
         // sw as an opaque vector: one vmulps with the row's scale broadcast from memory. Seen as a broadcast, GCC
         // multiplied the scalars and broadcast the product (vmulss + a vbroadcastss shuffle per row).
-        __asm__("" : "+v"(sw[j]));
+        __asm__("" : "+" DEEPINFER_ZMM(sw[j]));
     }
     for (int r = 0; r < m; ++r) {
         __m512 a = _mm512_load_ps(acc + r * 16);

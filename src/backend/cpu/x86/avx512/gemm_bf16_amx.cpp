@@ -32,7 +32,7 @@
 // B chunk leaves L1; with the next chunk prefetched into L2 only, no faster), C partial sums added by vector code
 // instead of reloaded, items of 512 rows, the weight's two groups interleaved block by block, prefetching A into L1
 // ahead (software) or B two chunks ahead into L2: each measured slower or no faster here.
-#include <immintrin.h>
+#include "backend/cpu/x86/avx512/avx512_intrinsics.h"
 
 #include <cstdint>
 

@@ -6,7 +6,7 @@
 // equalities rest on. Few rows (decode) stream each weight row once; many
 // rows walk the weight in 16-row blocks that stay in L2 while every activation row passes over them, and from
 // Step::kChunkedMinRows rows on also k in chunks packed into L1 (see "many activation rows").
-#include <immintrin.h>
+#include "backend/cpu/x86/avx512/avx512_intrinsics.h"
 
 #include <cstdint>
 #include <cstring>

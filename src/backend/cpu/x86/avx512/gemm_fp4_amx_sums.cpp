@@ -24,7 +24,7 @@
 // Why: summing per block stores, zeroes and scales a C tile per block, a chain of tile operations per C tile that
 // left the tiles' products waiting (n = 64 streamed: w1 / w2 1.3-1.45x faster summed over k; docs/PERFORMANCE.md,
 // "Eighteenth session").
-#include <immintrin.h>
+#include "backend/cpu/x86/avx512/avx512_intrinsics.h"
 
 #include <cmath>
 #include <cstdint>

@@ -20,7 +20,7 @@
 // result does not depend on its batch. Rows and pairs whose operands the window cannot hold (exponents spread
 // wider than kActSpan or kScaleSpan, NaN or infinite values, a NaN or non-power-of-two scale) take the vdpbf16ps
 // kernel (gemm_quant_avx512.cpp), decided by the row alone or by the pair alone.
-#include <immintrin.h>
+#include "backend/cpu/x86/avx512/avx512_intrinsics.h"
 
 #include <algorithm>
 #include <climits>

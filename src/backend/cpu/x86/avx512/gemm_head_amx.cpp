@@ -15,7 +15,7 @@
 // Tiles: C at 0-3 (up to 16 activation rows, configured as many as the row tile has, x 16 weight rows of up to
 // four row groups), the row tile's three planes as A at 4-6, the group's block as B at 7. Per pass: one row tile against up to four groups, k in order; the four
 // groups' tiles (4 x 160 KB at k = 5 k) stay in L2 for the next row tile, and the row tile's planes (480 KB).
-#include <immintrin.h>
+#include "backend/cpu/x86/avx512/avx512_intrinsics.h"
 
 #include <cstdint>
 

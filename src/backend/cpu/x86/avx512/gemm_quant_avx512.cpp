@@ -4,7 +4,7 @@
 // is exact (e4m3 and e2m1 values are exact in bf16, their products exact in fp32), summed in fp32 per
 // block (vdpbf16ps: order within the block differs from the reference), scaled by sa * sw (powers of two)
 // and accumulated over blocks in order with one FMA; one bf16 rounding at the end.
-#include <immintrin.h>
+#include "backend/cpu/x86/avx512/avx512_intrinsics.h"
 
 #include <cstdint>
 #include <cstring>
@@ -230,7 +230,7 @@ inline void panel_rows(const QuantGemmTask& t, const __m512i* panel, int64_t g0,
                 // the pair broadcast once into a register for both groups: on Zen 5 (scratch loop of this body, 16
                 // chains from L1) 449-467 GFLOP/s against 336-359 with each vdpbf16ps broadcasting from memory
                 __m512i pair = _mm512_set1_epi32(static_cast<int>(ar[r][tp]));
-                __asm__("" : "+v"(pair));  // (else GCC folds it back into the memory operands)
+                __asm__("" : "+" DEEPINFER_ZMM(pair));  // (else GCC folds it back into the memory operands)
 #pragma GCC unroll 2
                 for (int g = 0; g < G; ++g) p[g][r] = _mm512_dpbf16_ps(p[g][r], (__m512bh)v[g], (__m512bh)pair);
             }
@@ -336,8 +336,12 @@ void run(const QuantGemmTask& t, const Chunks& chunks, const Scales& scale_of) {
 // acc += u8 x s8 dot products of 4 bytes per dword lane against the broadcast dword *x (embedded broadcast,
 // as dot_bcast).
 inline __m512i dpbusd_bcast(__m512i acc, __m512i u, const int32_t* x) {
+#ifdef DEEPINFER_EMULATE_AVX512
+    return _mm512_dpbusd_epi32(acc, u, _mm512_set1_epi32(*x));
+#else
     __asm__("vpdpbusd %2%{1to16%}, %1, %0" : "+v"(acc) : "v"(u), "m"(*x));
     return acc;
+#endif
 }
 
 // The bf16 decode's partial sums of one block of G groups for R rows (blocks the integer form cannot take):

@@ -1,7 +1,7 @@
 // The AMX tile peak for bench-ops: back-to-back tdpbf16ps on tiles held in registers, the ceiling of the kernels
 // that run on tiles (the fp8 and MXFP4 GEMMs of 5+ rows, the head), as fma_loop / dot_loop are of the vector ones.
 // Only called where amx_enabled().
-#include <immintrin.h>
+#include "backend/cpu/x86/avx512/avx512_intrinsics.h"
 
 #include <cstdint>
 

@@ -1,6 +1,6 @@
 // AVX-512 machine probes for bench-ops: a streaming read (the bandwidth every GEMV is measured against)
 // and dependency-free FMA / bf16-dot loops (the peaks the GEMMs are measured against).
-#include <immintrin.h>
+#include "backend/cpu/x86/avx512/avx512_intrinsics.h"
 
 #include <cstdint>
 
@@ -48,7 +48,7 @@ float fma_loop(int64_t iters) {
     for (int64_t it = 0; it < iters; ++it) {
 #pragma GCC unroll 12
         for (int j = 0; j < 12; ++j) acc[j] = _mm512_fmadd_ps(x, y, acc[j]);
-        __asm__ volatile("" : "+v"(x));
+        __asm__ volatile("" : "+" DEEPINFER_ZMM(x));
     }
     __m512 s = acc[0];
 #pragma GCC unroll 16
@@ -64,7 +64,7 @@ float dot_loop(int64_t iters) {
     for (int64_t it = 0; it < iters; ++it) {
 #pragma GCC unroll 12
         for (int j = 0; j < 12; ++j) acc[j] = _mm512_dpbf16_ps(acc[j], (__m512bh)x, (__m512bh)y);
-        __asm__ volatile("" : "+v"(x));
+        __asm__ volatile("" : "+" DEEPINFER_ZMM(x));
     }
     __m512 s = acc[0];
 #pragma GCC unroll 16

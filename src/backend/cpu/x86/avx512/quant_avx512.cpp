@@ -1,7 +1,7 @@
 // AVX-512 act_quant (spec §4.2), bit-identical to the scalar reference: amax ignoring NaN as std::max
 // does, the power-of-two scale from the bits of amax * fp32(1/448), x / s as a multiplication by the
 // exact reciprocal, clamp keeping NaN, and e4m3 round-to-nearest-even (normal and subnormal paths).
-#include <immintrin.h>
+#include "backend/cpu/x86/avx512/avx512_intrinsics.h"
 
 #include <cstdint>
 

@@ -2,7 +2,7 @@
 // reference's fp32 operation sequence (separate multiplies and adds, the reference's summation orders), so
 // those results match it bit for bit; the exp-based ops (SwiGLU, pair pooling, Sinkhorn) use exp_ps
 // (about 1 ulp) where the reference calls expf. Tails are masked, so no access leaves the rows.
-#include <immintrin.h>
+#include "backend/cpu/x86/avx512/avx512_intrinsics.h"
 
 #include <cstdint>
 
