@@ -435,7 +435,13 @@ void gemm_int_rows(const QuantGemmTask& t, int64_t g0, int64_t i0) {
                 }
             }
         } else {
-            block_bf16<R, G>(block, acts + kb * 16, a_stride, &p[0][0]);
+            // into an array of its own: p's address taken, GCC kept p on the stack in the integer path too
+            __m512 q[G * R];
+            block_bf16<R, G>(block, acts + kb * 16, a_stride, q);
+#pragma GCC unroll 2
+            for (int g = 0; g < G; ++g)
+#pragma GCC unroll 4
+                for (int r = 0; r < R; ++r) p[g][r] = q[R * g + r];
         }
 #pragma GCC unroll 2
         for (int g = 0; g < G; ++g) {
