@@ -2,8 +2,9 @@
 # One command from a fresh clone: install dependencies, build, run the whole default test suite.
 # Heavier suites carry the label "heavy" and run only when asked (ctest -L heavy).
 # On a CPU without the AVX-512 kernel table's instructions, the AVX-512 kernels are then built once more against
-# SIMDe's emulation (preset avx512emu, src/backend/cpu/x86/avx512/emulated_avx512.h) and the op and model tests
-# run on them, so every CI machine checks them against the scalar reference and the goldens.
+# SIMDe's emulation (preset avx512emu, src/backend/cpu/x86/avx512/emulated_avx512.h; AMX tiles emulated too) and
+# the op and model tests run on them; on an AVX-512 CPU without AMX, the AMX kernels on emulated tiles (preset
+# amxemu, emulated_amx.h). So every CI machine checks every kernel table against the scalar reference and the goldens.
 set -euo pipefail
 root="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 "$root/scripts/setup.sh"
@@ -20,4 +21,9 @@ if ((native_avx512 == 0)); then
   "$root/scripts/build.sh" avx512emu
   # (the MPI tests need the MPI build, which this preset leaves out: they ran above)
   ctest --preset avx512emu -j "$(nproc)" -L "ops|model" -E "mpi" --timeout 1200
+elif ! grep -qw amx_bf16 /proc/cpuinfo; then
+  echo "run-tests: this CPU has no AMX; the AMX kernels next, on emulated tiles (preset amxemu)"
+  "$root/scripts/build.sh" amxemu
+  # (the *_amx_off tests ran above, on this CPU's own kernels)
+  ctest --preset amxemu -j "$(nproc)" -L "ops|model" -E "mpi|amx_off" --timeout 1200
 fi

@@ -50,9 +50,12 @@ CpuFeatures detect() {
     if (!f.fma) f.avx2 = false;
 #ifdef DEEPINFER_EMULATE_AVX512
     // the emulated build (backend/cpu/x86/avx512/emulated_avx512.h): the AVX-512 table runs on SIMDe wherever
-    // AVX2 does; AMX is not emulated
+    // AVX2 does
     f.avx512f = f.avx512bw = f.avx512vl = f.avx512dq = f.avx512_bf16 = f.avx512_vnni = f.avx512_vbmi = f.avx2;
-    f.amx_bf16 = false;
+#endif
+#ifdef DEEPINFER_EMULATE_AMX
+    // emulated tiles (backend/cpu/x86/avx512/emulated_amx.h) wherever the AVX-512 table runs
+    f.amx_bf16 = f.avx512_bf16 && f.avx512_vbmi;
 #endif
     unsigned vendor[3];
     if (__get_cpuid(0, &eax, &vendor[0], &vendor[2], &vendor[1])) {
@@ -89,6 +92,7 @@ bool amx_enabled() {
             if (forced == "on") log::warn("DEEPINFER_AMX=on: this CPU has no AMX-BF16; not used");
             return false;
         }
+#ifndef DEEPINFER_EMULATE_AMX  // (emulated tiles: no tile state to ask the kernel for)
         // Linux hands out the tile data state only on request (ARCH_REQ_XCOMP_PERM for XFEATURE_XTILEDATA),
         // once per process; a thread using tiles without it is killed.
         constexpr long kArchReqXcompPerm = 0x1023, kXfeatureXtiledata = 18;
@@ -96,6 +100,7 @@ bool amx_enabled() {
             log::warn("AMX: the kernel refused the tile data permission; the fp8 GEMM runs without AMX");
             return false;
         }
+#endif
         return true;
     }();
     return enabled;

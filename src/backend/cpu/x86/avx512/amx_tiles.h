@@ -20,7 +20,11 @@ struct alignas(64) TileConfig {
     }
     // ldtilecfg reads all 64 bytes: GCC 12's _tile_loadconfig names only the first 8 as its memory operand, so
     // the stores to the rest could be dropped (seen: tileloadd faulted on an unconfigured tile).
+#ifdef DEEPINFER_EMULATE_AMX
+    void load() const { _tile_loadconfig(this); }
+#else
     void load() const { __asm__ volatile("ldtilecfg %0" : : "m"(*this)); }
+#endif
 };
 
 // The block-scaled GEMMs' two row tiles (m0 and m1 <= 16 rows; m1 = 0: one) against a pair of row groups (gemm_amx.cpp,

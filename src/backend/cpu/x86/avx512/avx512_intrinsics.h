@@ -10,3 +10,7 @@
 #include <immintrin.h>
 #define DEEPINFER_ZMM "v"
 #endif
+// The tile intrinsics, emulated where AMX is (DEEPINFER_EMULATE_AMX: emulated_amx.h).
+#ifdef DEEPINFER_EMULATE_AMX
+#include "backend/cpu/x86/avx512/emulated_amx.h"
+#endif

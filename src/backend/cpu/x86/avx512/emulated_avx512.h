@@ -1,7 +1,7 @@
 // The emulated AVX-512 build (CMake option DEEPINFER_EMULATE_AVX512, preset avx512emu): the AVX-512 kernel TUs
 // compiled for AVX2 against SIMDe's portable intrinsics (Debian's libsimde-dev), so their code paths run -- and
 // the op tests check them against the scalar reference -- on a CPU without AVX-512. Test-only: far slower than
-// the real instructions and never the product build. AMX is not emulated (amx_enabled() stays false).
+// the real instructions and never the product build. AMX is emulated too (emulated_amx.h).
 //
 // SIMDe (0.7.4) lacks some intrinsics the kernels use; they are defined below by their Intel pseudo-code, one
 // lane at a time: masked loads and stores touch only the selected elements (as the hardware's fault suppression
