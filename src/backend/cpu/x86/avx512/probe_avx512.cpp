@@ -24,8 +24,13 @@ uint64_t read_lines(const uint8_t* p, size_t bytes) {
         a2 = _mm512_add_epi64(a2, _mm512_load_si512(p + i + 128));
         a3 = _mm512_add_epi64(a3, _mm512_load_si512(p + i + 192));
     }
-    return static_cast<uint64_t>(
-        _mm512_reduce_add_epi64(_mm512_add_epi64(_mm512_add_epi64(a0, a1), _mm512_add_epi64(a2, a3))));
+    // the lanes added as unsigned words: the sum wraps (_mm512_reduce_add_epi64 adds signed scalars in C, which
+    // UBSan reports as overflow)
+    alignas(64) uint64_t lanes[8];
+    _mm512_store_si512(lanes, _mm512_add_epi64(_mm512_add_epi64(a0, a1), _mm512_add_epi64(a2, a3)));
+    uint64_t sum = 0;
+    for (uint64_t lane : lanes) sum += lane;
+    return sum;
 }
 }  // namespace
 
