@@ -10,16 +10,14 @@
 #include "backend/kernels.h"
 #include "core/cpu_features.h"
 #include "core/env.h"
+#include "core/numeric.h"
 
 namespace {
 
 namespace amx = deepinfer::emulated_amx;
 
-uint16_t bf16_bits(float f) {
-    uint32_t u;
-    std::memcpy(&u, &f, 4);
-    return static_cast<uint16_t>(u >> 16);
-}
+// (every value below is exact in bf16)
+uint16_t bf16_bits(float f) { return deepinfer::float_to_bf16(f).bits; }
 
 // Palette 1 with tile t of rows[t] rows of bytes[t] bytes (the layout of amx_tiles.h's TileConfig).
 void configure(const int (&rows)[3], const int (&bytes)[3]) {

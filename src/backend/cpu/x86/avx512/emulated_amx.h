@@ -18,6 +18,8 @@
 #include <cstdint>
 #include <cstring>
 
+#include "core/numeric.h"
+
 namespace deepinfer::emulated_amx {
 
 struct Tiles {
@@ -56,11 +58,9 @@ inline bool denormal(float v) { return v != 0.0f && std::fabs(v) < 0x1p-126f; }
 
 // Element j of a tile row: bf16 (as fp32, denormals as zero) or fp32.
 inline float bf16_at(int t, int r, int j) {
-    uint16_t h;
-    std::memcpy(&h, tiles.data[t][r] + 2 * j, 2);
-    const uint32_t bits = static_cast<uint32_t>(h) << 16;
-    float v;
-    std::memcpy(&v, &bits, 4);
+    bf16 h;
+    std::memcpy(&h.bits, tiles.data[t][r] + 2 * j, 2);
+    const float v = bf16_to_float(h);
     return denormal(v) ? 0.0f : v;
 }
 
