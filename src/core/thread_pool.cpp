@@ -1,5 +1,5 @@
-// Fixed worker pool with a generation counter: each run_on_all publishes one task to every worker
-// (hybrid spin-then-block waiting, see thread_pool.h).
+// Fixed worker pool: each call is published under a generation number, run by the caller and by the workers
+// that join it (all of them for run_on_all); hybrid spin-then-block waiting, see thread_pool.h.
 #include "core/thread_pool.h"
 
 #include <algorithm>
@@ -61,46 +61,69 @@ ThreadPool::~ThreadPool() {
 }
 
 void ThreadPool::worker_loop(int index) {
+    uint64_t last_generation = 0;  // of the last call this worker ran
     uint64_t seen = 0;
+    auto has_call = [&] {
+        seen = state_.load();
+        return stop_.load() || ((seen & 1) != 0 && (seen >> 1) != last_generation);
+    };
     while (true) {
-        if (!poll_until([&] { return stop_.load() || generation_.load() != seen; })) {
+        if (!poll_until(has_call)) {
             std::unique_lock<std::mutex> lock(mutex_);
             ++sleepers_;
-            wake_.wait(lock, [&] { return stop_.load() || generation_.load() != seen; });
+            wake_.wait(lock, has_call);
             --sleepers_;
         }
         if (stop_.load()) return;
-        seen = generation_.load();
-        (*task_.load())(index);
-        if (pending_.fetch_sub(1) == 1 && caller_sleeping_.load()) {
+        ++entered_;
+        if (state_.load() == seen) {  // still open: the caller waits for this worker to leave
+            last_generation = seen >> 1;
+            (*task_.load())(index);
+            ++finished_;
+        }
+        if (entered_.fetch_sub(1) == 1 && caller_sleeping_.load()) {
             std::lock_guard<std::mutex> lock(mutex_);
             done_.notify_one();
         }
     }
 }
 
-void ThreadPool::run_on_all(const std::function<void(int)>& fn) {
+template <class Done>
+void ThreadPool::wait_for_workers(const Done& done) {
+    if (poll_until(done)) return;
+    std::unique_lock<std::mutex> lock(mutex_);
+    caller_sleeping_ = true;
+    done_.wait(lock, done);
+    caller_sleeping_ = false;
+}
+
+void ThreadPool::dispatch(const std::function<void(int)>& fn, bool every_thread) {
     if (n_threads_ == 1) {
         fn(0);
         return;
     }
     std::lock_guard<std::mutex> call(call_mutex_);
     task_ = &fn;
-    pending_ = n_threads_ - 1;
-    ++generation_;
+    finished_ = 0;
+    const uint64_t generation = (state_.load() >> 1) + 1;
+    state_ = generation << 1 | 1;
     if (sleepers_.load() > 0) {
         std::lock_guard<std::mutex> lock(mutex_);
         wake_.notify_all();
     }
     fn(0);
-    if (!poll_until([&] { return pending_.load() == 0; })) {
-        std::unique_lock<std::mutex> lock(mutex_);
-        caller_sleeping_ = true;
-        done_.wait(lock, [&] { return pending_.load() == 0; });
-        caller_sleeping_ = false;
-    }
+    // Every worker that ran counted itself out of entered_ after counting itself in finished_, and no worker
+    // enters twice, so once all of them finished and entered_ is 0 nobody is inside.
+    if (every_thread)
+        wait_for_workers([&] { return finished_.load() == n_threads_ - 1 && entered_.load() == 0; });
+    state_ = generation << 1;  // closed: a worker that has not joined yet leaves this call alone
+    wait_for_workers([&] { return entered_.load() == 0; });
     task_ = nullptr;
 }
+
+void ThreadPool::run_on_all(const std::function<void(int)>& fn) { dispatch(fn, true); }
+
+void ThreadPool::run_on_available(const std::function<void(int)>& fn) { dispatch(fn, false); }
 
 void ThreadPool::parallel_for(size_t n, const std::function<void(size_t, size_t, int)>& fn, size_t grain) {
     if (n == 0) return;
@@ -112,12 +135,29 @@ void ThreadPool::parallel_for(size_t n, const std::function<void(size_t, size_t,
         return;
     }
     size_t per = n / n_chunks, extra = n % n_chunks;
-    run_on_all([&](int t) {
-        size_t ti = static_cast<size_t>(t);
-        if (ti >= n_chunks) return;
-        size_t begin = ti * per + std::min(ti, extra);
-        size_t end = begin + per + (ti < extra ? 1 : 0);
-        fn(begin, end, t);
+    // One flag per chunk, each on its own line (a thread's claim of its own chunk touches no other thread's).
+    struct alignas(64) Claim {
+        std::atomic<bool> taken;
+    };
+    thread_local std::vector<Claim> claims_storage;
+    if (claims_storage.size() < n_chunks) claims_storage = std::vector<Claim>(n_chunks);
+    Claim* claims = claims_storage.data();
+    for (size_t c = 0; c < n_chunks; ++c) claims[c].taken.store(false, std::memory_order_relaxed);
+    std::atomic<size_t> claimed{0}, cursor{0};
+    run_on_available([&](int t) {
+        auto run = [&](size_t c) {
+            if (claims[c].taken.exchange(true)) return;
+            ++claimed;
+            size_t begin = c * per + std::min(c, extra);
+            fn(begin, begin + per + (c < extra ? 1 : 0), t);
+        };
+        if (static_cast<size_t>(t) < n_chunks) run(static_cast<size_t>(t));
+        // Chunks whose threads have not come: in order, only while some are unclaimed.
+        while (claimed.load() < n_chunks) {
+            const size_t c = cursor.fetch_add(1);
+            if (c >= n_chunks) break;
+            run(c);
+        }
     });
 }
 

@@ -3,13 +3,17 @@
 // participates, so a pool of size 1 runs everything inline.
 // Waiting is hybrid: workers (and the caller, for completion) poll for about a millisecond (pausing, then
 // yielding the core between polls) before blocking on a condition variable. A decode step issues a kernel
-// call every few tens of microseconds; a wake-up through the kernel costs 25-55 us on a VM, a polling worker
-// picks the next call up at once.
+// call every few tens of microseconds; a wake-up through the kernel costs 25-55 us on a VM (170-250 us,
+// p99 ~1.2 ms, on a 16-vCPU Firecracker guest), a polling worker picks the next call up at once.
+// Work that is claimed rather than assigned (parallel_for, run_on_available) does not wait for a worker
+// that has not picked the call up: a thread the OS has not scheduled -- a vCPU the host preempted, a core
+// shared with another process -- leaves its chunk to the threads that are running.
 #pragma once
 
 #include <atomic>
 #include <condition_variable>
 #include <cstddef>
+#include <cstdint>
 #include <functional>
 #include <mutex>
 #include <thread>
@@ -27,34 +31,49 @@ class ThreadPool {
 
     int size() const { return n_threads_; }
 
-    // Run fn(begin, end, thread_index) over contiguous chunks of [0, n). Chunks are at least `grain`
-    // long. Blocks until all chunks are done. Not reentrant: a task must not call parallel_for. Calls from
+    // Run fn(begin, end, thread_index) over contiguous chunks of [0, n), at most size() of them, each at least
+    // `grain` long. Chunk t is thread t's first choice; a chunk still unclaimed when a thread is done with its
+    // own is run by that thread, so thread_index names the thread running the chunk (for its scratch), not the
+    // chunk. Blocks until all chunks are done. Not reentrant: a task must not call into the pool. Calls from
     // several threads (e.g. ranks of a LocalComm test sharing the global pool) run one after another.
     void parallel_for(size_t n, const std::function<void(size_t, size_t, int)>& fn, size_t grain = 1);
 
-    // Run fn(thread_index) once on every thread (thread_index in [0, size())).
+    // Run fn(thread_index) once on every thread (thread_index in [0, size())); returns after all of them ran.
+    // For work that needs every thread (the machine probes); everything else claims its work.
     void run_on_all(const std::function<void(int)>& fn);
+
+    // Run fn(0) on the caller and fn(t) on each worker t that picks the call up before the caller is done with
+    // fn(0); return once every fn that started has returned. fn must claim its work from shared state, so that
+    // the caller alone finishes it when no worker comes.
+    void run_on_available(const std::function<void(int)>& fn);
 
     // The process-wide pool used when none is passed explicitly; sized by set_global_threads.
     static ThreadPool& global();
     static void set_global_threads(int n_threads);
 
    private:
+    void dispatch(const std::function<void(int)>& fn, bool every_thread);
+    template <class Done>
+    void wait_for_workers(const Done& done);
     void worker_loop(int index);
 
     int n_threads_;
     std::vector<std::thread> workers_;
     std::mutex call_mutex_;  // one caller at a time
-    // Publication: task_ and pending_ are written, then generation_ is bumped; a worker that sees a new
-    // generation runs task_. Sleepers announce themselves (sleepers_, caller_sleeping_) before re-checking
-    // their condition under mutex_, and the other side notifies only when it sees an announcement: every
-    // flag and counter is sequentially consistent, so one of the two always sees the other's write.
+    // A call is published as state_ = generation << 1 | 1 (open), after task_ and finished_ were written; the
+    // caller closes it (clears the low bit) when it needs no more workers. A worker joins by counting itself in
+    // entered_ and then checking that state_ is still the open call it saw, so the caller, which closes first
+    // and then waits for entered_ to drop to 0, never returns while a worker can still touch task_. Sleepers
+    // announce themselves (sleepers_, caller_sleeping_) before re-checking their condition under mutex_, and
+    // the other side notifies only when it sees an announcement: every flag and counter is sequentially
+    // consistent, so one of the two always sees the other's write.
     std::mutex mutex_;
     std::condition_variable wake_;
     std::condition_variable done_;
     std::atomic<const std::function<void(int)>*> task_{nullptr};
-    std::atomic<uint64_t> generation_{0};
-    std::atomic<int> pending_{0};
+    std::atomic<uint64_t> state_{0};
+    std::atomic<int> entered_{0};
+    std::atomic<int> finished_{0};  // workers that ran the open call (run_on_all waits for all of them)
     std::atomic<int> sleepers_{0};
     std::atomic<bool> caller_sleeping_{false};
     std::atomic<bool> stop_{false};

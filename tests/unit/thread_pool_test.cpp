@@ -1,17 +1,64 @@
 // ThreadPool: every index of parallel_for runs exactly once, run_on_all reaches every thread, and the
 // hybrid spin-then-block hand-off neither loses a wake-up nor returns early, whether calls come back to
-// back (workers spinning) or after the workers went to sleep.
+// back (workers spinning) or after the workers went to sleep; claimed work (parallel_for, run_on_available)
+// finishes without a worker that is not running, and waits for one that is inside the call.
 #include "core/thread_pool.h"
 
 #include <gtest/gtest.h>
+#include <pthread.h>
+#include <signal.h>
 
 #include <atomic>
 #include <chrono>
+#include <future>
+#include <random>
 #include <thread>
 #include <vector>
 
 namespace deepinfer {
 namespace {
+
+// A worker held in a signal handler stands for a thread the OS does not run (a vCPU the host preempted): it
+// neither picks calls up nor finishes what it is inside of until released. Lock-free atomics only, so the
+// handler is async-signal-safe.
+std::atomic<bool> g_hold{false};
+std::atomic<int> g_held{0};
+void hold_handler(int) {
+    ++g_held;
+    while (g_hold.load()) {
+    }
+    --g_held;
+}
+
+class HeldWorkers {
+   public:
+    explicit HeldWorkers(ThreadPool& pool) : ids_(static_cast<size_t>(pool.size())) {
+        pool.run_on_all([&](int t) { ids_[static_cast<size_t>(t)] = pthread_self(); });
+        struct sigaction action = {};
+        action.sa_handler = hold_handler;
+        sigemptyset(&action.sa_mask);
+        sigaction(SIGUSR1, &action, &previous_);
+    }
+    ~HeldWorkers() {
+        release();
+        sigaction(SIGUSR1, &previous_, nullptr);
+    }
+    // Returns once worker t sits in the handler.
+    void hold(int t) {
+        g_hold = true;
+        const int before = g_held.load();
+        pthread_kill(ids_[static_cast<size_t>(t)], SIGUSR1);
+        while (g_held.load() == before) std::this_thread::yield();
+    }
+    void release() {
+        g_hold = false;
+        while (g_held.load() != 0) std::this_thread::yield();
+    }
+
+   private:
+    std::vector<pthread_t> ids_;
+    struct sigaction previous_ = {};
+};
 
 TEST(ThreadPool, ParallelForCoversEveryIndexOnce) {
     for (int threads : {1, 2, 3, 5}) {
@@ -90,6 +137,89 @@ TEST(ThreadPool, DestroysWhileWorkersSpinOrSleep) {
         if (i % 2) std::this_thread::sleep_for(std::chrono::milliseconds(2));
     }  // the destructor joins spinning and sleeping workers alike (a lost stop would hang here)
     EXPECT_EQ(ran.load(), 50 * 4);
+}
+
+TEST(ThreadPool, ClaimedWorkDoesNotWaitForAWorkerThatIsNotRunning) {
+    ThreadPool pool(3);
+    HeldWorkers held(pool);
+    held.hold(1);
+    // In a thread of its own, so that a pool that waited for the held worker fails the test instead of hanging it.
+    auto calls = std::async(std::launch::async, [&] {
+        for (int call = 0; call < 200; ++call) {
+            std::vector<std::atomic<int>> hits(1000);
+            std::atomic<int> by_held{0};
+            pool.parallel_for(hits.size(), [&](size_t b, size_t e, int t) {
+                if (t == 1) ++by_held;
+                for (size_t i = b; i < e; ++i) ++hits[i];
+            });
+            for (auto& h : hits)
+                if (h.load() != 1) return false;
+            pool.run_on_available([&](int t) {
+                if (t == 1) ++by_held;
+            });
+            if (by_held.load() != 0) return false;
+        }
+        return true;
+    });
+    const bool finished = calls.wait_for(std::chrono::seconds(20)) == std::future_status::ready;
+    held.release();  // lets a waiting pool finish, so the test ends either way
+    EXPECT_TRUE(finished) << "parallel_for waited for a worker that was not running";
+    EXPECT_TRUE(calls.get());
+    std::atomic<int> mask{0};
+    pool.run_on_all([&](int t) { mask.fetch_or(1 << t); });
+    EXPECT_EQ(mask.load(), 0x7);  // the released worker takes calls again
+}
+
+TEST(ThreadPool, ClaimedWorkWaitsForAWorkerInsideIt) {
+    ThreadPool pool(2);
+    for (int call = 0; call < 20; ++call) {
+        std::atomic<bool> inside{false}, slow_done{false};
+        pool.run_on_available([&](int t) {
+            if (t == 1) {
+                inside = true;
+                std::this_thread::sleep_for(std::chrono::milliseconds(2));
+                slow_done = true;
+                return;
+            }
+            // The caller is done with its part only once worker 1 joined (or after a generous wait).
+            const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(5);
+            while (!inside.load() && std::chrono::steady_clock::now() < deadline) std::this_thread::yield();
+        });
+        ASSERT_TRUE(inside.load()) << "call " << call << ": worker 1 never joined";
+        ASSERT_TRUE(slow_done.load()) << "call " << call << " returned while worker 1 was inside it";
+    }
+}
+
+TEST(ThreadPool, WorkersHeldAndReleasedAtRandomLoseNothing) {
+    ThreadPool pool(4);
+    HeldWorkers held(pool);
+    std::atomic<bool> done{false};
+    // Holds a random worker for 0-300 us at a time, also in the middle of a chunk.
+    std::thread preempter([&] {
+        std::mt19937 rng(7);
+        while (!done.load()) {
+            held.hold(1 + static_cast<int>(rng() % 3));
+            std::this_thread::sleep_for(std::chrono::microseconds(rng() % 300));
+            held.release();
+            std::this_thread::sleep_for(std::chrono::microseconds(rng() % 200));
+        }
+    });
+    std::mt19937 rng(11);
+    for (int call = 0; call < 3000; ++call) {
+        const size_t n = rng() % 64;
+        std::vector<std::atomic<int>> hits(n);
+        pool.parallel_for(n, [&](size_t b, size_t e, int) {
+            for (size_t i = b; i < e; ++i) {
+                ++hits[i];
+                const auto until = std::chrono::steady_clock::now() + std::chrono::microseconds(2);
+                while (std::chrono::steady_clock::now() < until) {
+                }
+            }
+        });
+        for (size_t i = 0; i < n; ++i) ASSERT_EQ(hits[i].load(), 1) << "call " << call << " n " << n << " i " << i;
+    }
+    done = true;
+    preempter.join();
 }
 
 }  // namespace

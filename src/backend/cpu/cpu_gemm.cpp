@@ -30,7 +30,8 @@ void for_chunks(ThreadPool& pool, int64_t n, int64_t chunk, const std::function<
     }
     // Thread t owns the chunks [chunks * t / T, chunks * (t + 1) / T) and runs them in order, so its part of a
     // weight is one stream across chunk boundaries (the hardware prefetchers ramp up once per thread, not once per
-    // chunk); a thread done with its own takes chunks from the back of the fullest other range.
+    // chunk); a thread done with its own takes chunks from the back of the fullest other range, so the call does not
+    // wait for a thread that has not picked it up (run_on_available).
     struct alignas(64) Range {
         std::atomic<uint64_t> front_back;  // next chunk from the front | end of the range << 32
     };
@@ -55,7 +56,7 @@ void for_chunks(ThreadPool& pool, int64_t n, int64_t chunk, const std::function<
             }
         }
     };
-    pool.run_on_all([&](int t) {
+    pool.run_on_available([&](int t) {
         bool started = false;
         auto run_chunk = [&](int64_t c) {
             if (!started) setup(t);
