@@ -148,12 +148,15 @@ TEST(RowInvariance, GemmFp8TileItems) {
         std::vector<uint8_t> codes = in.e4m3_codes(rows * k), scales = in.bytes((rows + 31) / 32 * (k / 32), 112, 134);
         const Fp8Matrix w{codes.data(), scales.data(), rows, k};
         for (const Kernels* table : all_tables()) {
-            ThreadPool pool(2);
+            // the whole batch on one thread (each unit prepares its activations), the windows on three (the
+            // activations of an item made ready once, in slices of 16 rows, where the items span many units)
+            ThreadPool one(1), pool(3);
             PackedWeight packed;
             const Fp8Matrix wt = as_used(*table, w, true, &packed, pool);
             std::vector<bf16> whole(n * rows);
-            table->gemm_fp8(acts.rows(0, n), wt, whole.data(), rows, pool);
-            for (auto [start, count] : {std::pair<int64_t, int64_t>{0, 1}, {3, 64}, {100, 96}, {250, 50}, {7, 200}}) {
+            table->gemm_fp8(acts.rows(0, n), wt, whole.data(), rows, one);
+            for (auto [start, count] : {std::pair<int64_t, int64_t>{0, 1}, {3, 64}, {100, 96}, {250, 50}, {7, 200},
+                                        {0, 300}}) {
                 std::vector<bf16> part(count * rows);
                 table->gemm_fp8(acts.rows(start, count), wt, part.data(), rows, pool);
                 expect_rows_equal(whole, part, start, count, rows,

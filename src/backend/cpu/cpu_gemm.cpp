@@ -140,6 +140,48 @@ void load_bf16_acts(const IsaOps& ops, const bf16* x, int64_t ldx, int64_t n, in
     std::fill(act_scales, act_scales + n * (k / 32), 1.0f);
 }
 
+// An item's activations as its GEMM tasks read them: values and scales (decode_acts / load_bf16_acts), the MXFP4
+// integer rows (IsaOps::prep_fp4_row), the AMX tile rows and their shifts (IsaOps::fp8_tile_acts / fp4_tile_acts)
+// and whether the tiles took them.
+struct ReadyActs {
+    void* values;
+    float* scales;
+    uint8_t* fp4_row;
+    uint16_t* tile;
+    int32_t* tile_shift;
+    bool tile_ok;
+};
+
+// Activations made ready once for the threads of a call (gemm_quant): per item (or the item it shares them
+// with) its regions of five buffers -- values, scales, integer rows, tile rows, shifts -- and the slices of rows
+// the pool prepares them in.
+constexpr int64_t kSliceRows = 16, kSharedRowsPerThread = 1024;
+constexpr size_t kSharedActsBytes = size_t{32} << 20;  // per wave of items (k = 8192: 512-1024 rows)
+inline size_t aligned(int64_t bytes) { return (static_cast<size_t>(bytes) + 63) / 64 * 64; }
+struct SharedActs {
+    struct Set {
+        int64_t item;
+        size_t at[5];
+        bool tile_ok = false;
+    };
+    struct Slice {
+        int64_t set, r0, r1;
+        bool tile_ok;
+    };
+    AlignedBuffer buffers[5];
+    std::vector<Set> sets;
+    std::vector<Slice> slices;
+    std::vector<int64_t> set_of;  // item -> its set (-1: not in the wave)
+    ReadyActs ready(const Set& set) {
+        return {buffers[0].data() + set.at[0],
+                reinterpret_cast<float*>(buffers[1].data() + set.at[1]),
+                buffers[2].data() + set.at[2],
+                reinterpret_cast<uint16_t*>(buffers[3].data() + set.at[3]),
+                reinterpret_cast<int32_t*>(buffers[4].data() + set.at[4]),
+                set.tile_ok};
+    }
+};
+
 // Several GEMMs in one dispatch: every (GEMM, chunk of activation rows, chunk of row-group pairs) is a work
 // unit claimed by the pool's threads, so the threads stream the weights back to back instead of meeting at
 // the end of each GEMM (a decode step's MoE is 18 small GEMVs). Each unit computes what the single GEMM's
@@ -160,6 +202,7 @@ void gemm_quant(const IsaOps& ops, const QuantProblem* problems, size_t count, T
         std::vector<Item> items;
         std::vector<Unit> units;
         std::vector<int64_t> decoded;
+        SharedActs shared;
     };
     thread_local Lists lists;
     std::vector<Item>& items = lists.items;
@@ -216,7 +259,7 @@ void gemm_quant(const IsaOps& ops, const QuantProblem* problems, size_t count, T
     auto bits_acts_of = [&](const Item& item) {
         return ops.fp8_bits_acts && item.pw && item.pw->layout == PackedLayout::kFp8R16K4 && item.pw->plain_codes;
     };
-    // The item whose activations each thread has decoded into its scratch (decoded once per thread and item).
+    // The item whose activations each thread has made ready in its scratch (once per thread and item).
     decoded.assign(static_cast<size_t>(pool.size()), -1);
     // Whether item j reads the activations item i's decode left in the scratch (a step's expert w1 and w3 share
     // their input): the same rows of the same source, prepared the same ways.
@@ -228,88 +271,172 @@ void gemm_quant(const IsaOps& ops, const QuantProblem* problems, size_t count, T
                fp4_row_of(a) == fp4_row_of(b) && bits_acts_of(a) == bits_acts_of(b) &&
                tile_acts_of(a) == tile_acts_of(b);
     };
-    for_chunks(
-        pool, static_cast<int64_t>(units.size()), 1, [](int) {},
-        [&](int64_t u0, int64_t u1, int thread) {
-            ThreadScratch& s = thread_scratch();
-            for (int64_t u = u0; u < u1; ++u) {
-                const Unit& unit = units[u];
-                const Item& item = items[unit.item];
-                const Fp8Acts& a = item.p->a;
-                const QuantWeight& w = item.p->w;
-                const int64_t kb_count = a.k / 32, groups = row_groups(w.rows), i0 = item.i0, ni = item.ni;
-                if (decoded[thread] != unit.item && !same_acts(decoded[thread], unit.item)) {
-                    s.acts.ensure(static_cast<size_t>(ni * a.k * ops.act_bytes));
-                    s.act_scales.ensure(static_cast<size_t>(ni * kb_count) * sizeof(float));
-                    s.gemm.ensure(static_cast<size_t>(gemm_scratch_floats(a.k)) * sizeof(float));
-                    if (item.p->x)
-                        load_bf16_acts(ops, item.p->x + i0 * item.p->ldx, item.p->ldx, ni, a.k, s.acts.data(),
-                                       s.act_scales.as<float>());
-                    else
-                        ops.decode_acts(a.codes + i0 * a.k, a.scales + i0 * kb_count, ni, a.k, s.acts.data(),
-                                        s.act_scales.as<float>());
-                    if (fp4_row_of(item)) {
-                        const int64_t row_bytes = ops.fp4_row_bytes(a.k, ni);
-                        s.fp4_row.ensure(static_cast<size_t>(ni * row_bytes));
-                        for (int64_t i = 0; i < ni; ++i)
-                            ops.prep_fp4_row(a.codes + (i0 + i) * a.k, a.k, ni, s.fp4_row.data() + i * row_bytes);
-                    }
-                    s.tile_acts_ok = false;
-                    if (tile_acts_of(item)) {
-                        s.tile_acts.ensure(static_cast<size_t>(tile_acts_elems(ni, a.k)) * 2);
-                        s.tile_shift.ensure(static_cast<size_t>(ni) * sizeof(int32_t));
-                        s.tile_acts_ok = tile_acts_fn(item)(s.acts.data(), s.act_scales.as<float>(), ni, a.k,
-                                                            s.tile_acts.data(), s.tile_shift.as<int32_t>());
-                    }
-                    s.bits_acts_ok = false;
-                    if (bits_acts_of(item) && !s.tile_acts_ok) {
-                        s.bits_acts.ensure(static_cast<size_t>(ops.fp8_bits_acts_bytes(ni, a.k)));
-                        s.bits_acts_ok = ops.fp8_bits_acts(s.acts.data(), ni, a.k, !item.p->x, s.bits_acts.data());
-                    }
-                }
-                decoded[thread] = unit.item;
-                const int64_t ldo = item.p->ldo;
-                bf16* out = item.p->out;
-                float* out_f32 = item.p->out_f32;
-                QuantGemmTask task{s.acts.data(), s.act_scales.as<float>(), ni, a.k, nullptr, nullptr, 0, 0, nullptr,
-                                   ldo,           s.gemm.as<float>()};
-                task.plain_scales = item.pw && item.pw->plain_scales;
-                task.plain_codes = item.pw && item.pw->plain_codes;
-                if (fp4_row_of(item)) task.fp4_row = s.fp4_row.data();
-                if (bits_acts_of(item) && s.bits_acts_ok) task.bits_acts = s.bits_acts.data();
-                if (tile_acts_of(item) && s.tile_acts_ok) {
-                    task.tile_acts = s.tile_acts.data();
-                    task.tile_shift = s.tile_shift.as<int32_t>();
-                }
-                auto run_groups = [&](int64_t g, int64_t count, const uint8_t* codes, const uint8_t* scales) {
-                    task.codes = codes;
-                    task.scales = scales;
-                    task.groups = count;
-                    task.rows = std::min(w.rows, (g + count) * kGroupRows) - g * kGroupRows;
-                    task.out = out ? out + i0 * ldo + g * kGroupRows : nullptr;
-                    task.out_f32 = out_f32 ? out_f32 + i0 * ldo + g * kGroupRows : nullptr;
-                    w.run(task);
-                };
-                if (item.pw) {
-                    const uint8_t* base = item.pw->data;
-                    const uint8_t* scales = base + groups * w.code_bytes_per_group + unit.g0 * w.scale_bytes_per_group;
-                    // prepare_fp8's subnormal-block flags follow the scales, indexed as they are (read by the
-                    // bit-placing decodes, which take weights without NaN codes)
-                    if ((task.bits_acts || task.tile_acts) && item.pw->plain_codes && item.pw->subnormal_flags)
-                        task.block_flags = scales + groups * w.scale_bytes_per_group;
-                    run_groups(unit.g0, unit.g1 - unit.g0, base + unit.g0 * w.code_bytes_per_group, scales);
+    // Rows [r0, r1) of an item's activations into `to` (each array from the item's row 0): values and scales,
+    // the MXFP4 integer rows, the AMX tile rows (tile-blocked: r0 a multiple of 16); whether the tiles took them.
+    auto prepare_rows = [&](const Item& item, int64_t r0, int64_t r1, const ReadyActs& to) {
+        const Fp8Acts& a = item.p->a;
+        const int64_t k = a.k, kb_count = k / 32, i = item.i0 + r0, rows = r1 - r0;
+        void* values = static_cast<uint8_t*>(to.values) + r0 * k * ops.act_bytes;
+        float* scales = to.scales + r0 * kb_count;
+        if (item.p->x) load_bf16_acts(ops, item.p->x + i * item.p->ldx, item.p->ldx, rows, k, values, scales);
+        else ops.decode_acts(a.codes + i * k, a.scales + i * kb_count, rows, k, values, scales);
+        if (fp4_row_of(item)) {
+            const int64_t row_bytes = ops.fp4_row_bytes(k, item.ni);  // (the form the GEMM of ni rows reads)
+            for (int64_t r = r0; r < r1; ++r)
+                ops.prep_fp4_row(a.codes + (item.i0 + r) * k, k, item.ni, to.fp4_row + r * row_bytes);
+        }
+        return tile_acts_of(item) && tile_acts_fn(item)(values, scales, rows, k, to.tile + r0 * k, to.tile_shift + r0);
+    };
+    // Where the items are split over the threads (a GEMM's few items, each in many units) and each thread has few
+    // weight rows, their activations are made ready once, in slices of rows over the pool, rather than by every
+    // thread that runs one of their units: per-thread preparation costs each thread the same whatever the thread
+    // count while its share of the products shrinks, and on 16 threads the MXFP4 experts' (144-320 rows a thread)
+    // took as long as their products (docs/PERFORMANCE.md, "Thirty-first session": 1.3-2.4x faster shared; at
+    // 1600-2048 rows a thread parity; on 2 threads at 1152 rows 2-3% slower). Slices of 16 rows (the tiles'
+    // blocks) and at least 16, so each call into the ISA sees what the whole item's would (the tile forms decline
+    // fewer than 5 rows), and the bytes are those of one call over all rows.
+    int64_t max_rows = 0;
+    for (const Item& item : items) max_rows = std::max(max_rows, item.ni);
+    const bool shared = pool.size() > 1 && max_rows >= 2 * kSliceRows && units.size() >= 2 * items.size() &&
+                        call_groups * kGroupRows <= kSharedRowsPerThread * pool.size();
+    SharedActs& sh = lists.shared;
+    size_t first_unit = 0;
+    while (first_unit < units.size()) {
+        // A wave: the units of consecutive items whose shared activations fit kSharedActsBytes (at least one item).
+        size_t end_unit = units.size();
+        if (shared) {
+            sh.sets.clear();
+            sh.slices.clear();
+            sh.set_of.assign(items.size(), -1);
+            size_t bytes[5] = {};
+            const int64_t first_item = units[first_unit].item;
+            int64_t item = first_item;
+            for (; item < static_cast<int64_t>(items.size()); ++item) {
+                const Item& it = items[static_cast<size_t>(item)];
+                int64_t same = -1;
+                for (int64_t j = first_item; j < item && same < 0; ++j)
+                    if (same_acts(j, item)) same = sh.set_of[static_cast<size_t>(j)];
+                if (same >= 0) {
+                    sh.set_of[static_cast<size_t>(item)] = same;
                     continue;
                 }
-                s.pack.ensure(static_cast<size_t>(kPackGroups * (w.code_bytes_per_group + w.scale_bytes_per_group)));
-                uint8_t* codes = s.pack.data();
-                uint8_t* scales = codes + kPackGroups * w.code_bytes_per_group;
-                for (int64_t g = unit.g0; g < unit.g1; g += kPackGroups) {
-                    const int64_t count = std::min(kPackGroups, unit.g1 - g);
-                    w.pack(w.canonical, g, g + count, codes, scales);
-                    run_groups(g, count, codes, scales);
-                }
+                const int64_t k = it.p->a.k;
+                const size_t need[5] = {aligned(it.ni * k * ops.act_bytes), aligned(it.ni * (k / 32) * 4),
+                                        aligned(fp4_row_of(it) ? it.ni * ops.fp4_row_bytes(k, it.ni) : 0),
+                                        aligned(tile_acts_of(it) ? tile_acts_elems(it.ni, k) * 2 : 0),
+                                        aligned(it.ni * 4)};
+                const size_t total = need[0] + need[1] + need[2] + need[3] + need[4];
+                if (item > first_item &&
+                    bytes[0] + bytes[1] + bytes[2] + bytes[3] + bytes[4] + total > kSharedActsBytes)
+                    break;
+                SharedActs::Set set{item, {}};
+                for (int b = 0; b < 5; ++b) set.at[b] = bytes[b], bytes[b] += need[b];
+                sh.set_of[static_cast<size_t>(item)] = static_cast<int64_t>(sh.sets.size());
+                const int64_t slices = std::max<int64_t>(1, it.ni / kSliceRows);
+                for (int64_t c = 0; c < slices; ++c)
+                    sh.slices.push_back({static_cast<int64_t>(sh.sets.size()), c * kSliceRows,
+                                         c + 1 == slices ? it.ni : (c + 1) * kSliceRows, false});
+                sh.sets.push_back(set);
             }
-        });
+            while (end_unit > first_unit && units[end_unit - 1].item >= item) --end_unit;
+            for (int b = 0; b < 5; ++b) sh.buffers[b].ensure(bytes[b]);
+            pool.parallel_for(sh.slices.size(), [&](size_t c0, size_t c1, int) {
+                for (size_t c = c0; c < c1; ++c) {
+                    SharedActs::Slice& slice = sh.slices[c];
+                    const SharedActs::Set& set = sh.sets[static_cast<size_t>(slice.set)];
+                    slice.tile_ok = prepare_rows(items[static_cast<size_t>(set.item)], slice.r0, slice.r1,
+                                                 sh.ready(set));
+                }
+            });
+            for (SharedActs::Set& set : sh.sets) set.tile_ok = true;
+            for (const SharedActs::Slice& slice : sh.slices)
+                sh.sets[static_cast<size_t>(slice.set)].tile_ok &= slice.tile_ok;
+        }
+        for_chunks(
+            pool, static_cast<int64_t>(end_unit - first_unit), 1, [](int) {},
+            [&](int64_t u0, int64_t u1, int thread) {
+                ThreadScratch& s = thread_scratch();
+                for (int64_t u = u0; u < u1; ++u) {
+                    const Unit& unit = units[first_unit + static_cast<size_t>(u)];
+                    const Item& item = items[unit.item];
+                    const Fp8Acts& a = item.p->a;
+                    const QuantWeight& w = item.p->w;
+                    const int64_t kb_count = a.k / 32, groups = row_groups(w.rows), i0 = item.i0, ni = item.ni;
+                    ReadyActs own{s.acts.data(), s.act_scales.as<float>(), s.fp4_row.data(),
+                                  reinterpret_cast<uint16_t*>(s.tile_acts.data()), s.tile_shift.as<int32_t>(),
+                                  s.tile_acts_ok};
+                    if (decoded[thread] != unit.item && !same_acts(decoded[thread], unit.item)) {
+                        if (!shared) {
+                            s.acts.ensure(static_cast<size_t>(ni * a.k * ops.act_bytes));
+                            s.act_scales.ensure(static_cast<size_t>(ni * kb_count) * sizeof(float));
+                            if (fp4_row_of(item))
+                                s.fp4_row.ensure(static_cast<size_t>(ni * ops.fp4_row_bytes(a.k, ni)));
+                            if (tile_acts_of(item)) {
+                                s.tile_acts.ensure(static_cast<size_t>(tile_acts_elems(ni, a.k)) * 2);
+                                s.tile_shift.ensure(static_cast<size_t>(ni) * sizeof(int32_t));
+                            }
+                            own = ReadyActs{s.acts.data(), s.act_scales.as<float>(), s.fp4_row.data(),
+                                            reinterpret_cast<uint16_t*>(s.tile_acts.data()),
+                                            s.tile_shift.as<int32_t>(), false};
+                            own.tile_ok = s.tile_acts_ok = prepare_rows(item, 0, ni, own);
+                        }
+                        const ReadyActs ready =
+                            shared ? sh.ready(sh.sets[static_cast<size_t>(sh.set_of[unit.item])]) : own;
+                        s.bits_acts_ok = false;
+                        if (bits_acts_of(item) && !ready.tile_ok) {
+                            s.bits_acts.ensure(static_cast<size_t>(ops.fp8_bits_acts_bytes(ni, a.k)));
+                            s.bits_acts_ok = ops.fp8_bits_acts(ready.values, ni, a.k, !item.p->x, s.bits_acts.data());
+                        }
+                    }
+                    decoded[thread] = unit.item;
+                    const ReadyActs ready = shared ? sh.ready(sh.sets[static_cast<size_t>(sh.set_of[unit.item])]) : own;
+                    s.gemm.ensure(static_cast<size_t>(gemm_scratch_floats(a.k)) * sizeof(float));
+                    const int64_t ldo = item.p->ldo;
+                    bf16* out = item.p->out;
+                    float* out_f32 = item.p->out_f32;
+                    QuantGemmTask task{ready.values, ready.scales, ni, a.k, nullptr, nullptr, 0, 0, nullptr,
+                                       ldo,          s.gemm.as<float>()};
+                    task.plain_scales = item.pw && item.pw->plain_scales;
+                    task.plain_codes = item.pw && item.pw->plain_codes;
+                    if (fp4_row_of(item)) task.fp4_row = ready.fp4_row;
+                    if (bits_acts_of(item) && s.bits_acts_ok) task.bits_acts = s.bits_acts.data();
+                    if (tile_acts_of(item) && ready.tile_ok) {
+                        task.tile_acts = ready.tile;
+                        task.tile_shift = ready.tile_shift;
+                    }
+                    auto run_groups = [&](int64_t g, int64_t count, const uint8_t* codes, const uint8_t* scales) {
+                        task.codes = codes;
+                        task.scales = scales;
+                        task.groups = count;
+                        task.rows = std::min(w.rows, (g + count) * kGroupRows) - g * kGroupRows;
+                        task.out = out ? out + i0 * ldo + g * kGroupRows : nullptr;
+                        task.out_f32 = out_f32 ? out_f32 + i0 * ldo + g * kGroupRows : nullptr;
+                        w.run(task);
+                    };
+                    if (item.pw) {
+                        const uint8_t* base = item.pw->data;
+                        const uint8_t* scales =
+                            base + groups * w.code_bytes_per_group + unit.g0 * w.scale_bytes_per_group;
+                        // prepare_fp8's subnormal-block flags follow the scales, indexed as they are (read by the
+                        // bit-placing decodes, which take weights without NaN codes)
+                        if ((task.bits_acts || task.tile_acts) && item.pw->plain_codes && item.pw->subnormal_flags)
+                            task.block_flags = scales + groups * w.scale_bytes_per_group;
+                        run_groups(unit.g0, unit.g1 - unit.g0, base + unit.g0 * w.code_bytes_per_group, scales);
+                        continue;
+                    }
+                    s.pack.ensure(
+                        static_cast<size_t>(kPackGroups * (w.code_bytes_per_group + w.scale_bytes_per_group)));
+                    uint8_t* codes = s.pack.data();
+                    uint8_t* scales = codes + kPackGroups * w.code_bytes_per_group;
+                    for (int64_t g = unit.g0; g < unit.g1; g += kPackGroups) {
+                        const int64_t count = std::min(kPackGroups, unit.g1 - g);
+                        w.pack(w.canonical, g, g + count, codes, scales);
+                        run_groups(g, count, codes, scales);
+                    }
+                }
+            });
+        first_unit = end_unit;
+    }
 }
 
 }  // namespace
