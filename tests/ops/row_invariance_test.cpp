@@ -166,6 +166,32 @@ TEST(RowInvariance, GemmFp8TileItems) {
     }
 }
 
+// Activations made ready once for the pool (gemm_quant: a GEMM's items spanning many units, few weight rows a
+// thread) go in waves of items of at most 32 MB; 9000 rows of k = 2048 take two to three of them on every table
+// (4-8 KB a row). The whole batch on one thread (each thread preparing its own) gives the same bits.
+TEST(RowInvariance, GemmQuantSharedActivationsInWaves) {
+    constexpr int64_t n = 9000, rows = 64, k = 2048;
+    Inputs in(31);
+    QuantizedActs acts(in, n, k);
+    std::vector<uint8_t> codes = in.e4m3_codes(rows * k), scales = in.bytes((rows + 31) / 32 * (k / 32), 112, 134);
+    std::vector<uint8_t> packed = in.bytes(rows * k / 2), fp4_scales = in.bytes(rows * k / 32, 112, 134);
+    const Fp8Matrix w8{codes.data(), scales.data(), rows, k};
+    const Fp4Matrix w4{packed.data(), fp4_scales.data(), rows, k};
+    for (const Kernels* table : simd_tables()) {
+        ThreadPool one(1), pool(3);
+        PackedWeight p8, p4;
+        const Fp8Matrix wt8 = as_used(*table, w8, true, &p8, pool);
+        const Fp4Matrix wt4 = as_used(*table, w4, true, &p4, pool);
+        std::vector<bf16> whole(n * rows), shared(n * rows);
+        table->gemm_fp8(acts.all(), wt8, whole.data(), rows, one);
+        table->gemm_fp8(acts.all(), wt8, shared.data(), rows, pool);
+        expect_rows_equal(whole, shared, 0, n, rows, fmt::format("gemm_fp8 {}", isa_name(table->isa)));
+        table->gemm_fp4(acts.all(), wt4, whole.data(), rows, one);
+        table->gemm_fp4(acts.all(), wt4, shared.data(), rows, pool);
+        expect_rows_equal(whole, shared, 0, n, rows, fmt::format("gemm_fp4 {}", isa_name(table->isa)));
+    }
+}
+
 // Rows and weight pairs that the AMX fp8 kernel keeps on its tiles beside ones it sends to the vdpbf16ps kernel
 // (widen_fp8_scales): a row's bits do not depend on its neighbours' path either.
 TEST(RowInvariance, GemmFp8OperandWindow) {
