@@ -44,6 +44,10 @@ void topk_entries(const IsaOps& ops, const float* scores, int64_t width, int k, 
 void gather_fp8_rows(const IsaOps& ops, const uint8_t* codes, const uint8_t* scales, int dim, const int64_t* rows,
                      int64_t count, bf16* out, ThreadPool& pool);
 
+// Work items per call: about 8 chunks per thread (at least min_chunk) balances a late thread without making chunks
+// so small that the per-chunk setup (activation decode, panel builds) matters.
+int64_t chunk_size(int64_t n, const ThreadPool& pool, int64_t min_chunk);
+
 // Run fn(begin, end, thread) over [0, n) in chunks of `chunk`: each thread runs an adjacent range of chunks in
 // order (its part of a weight is one stream) and then takes chunks from the back of the fullest other range,
 // so a thread that starts late (preempted on a busy machine) runs fewer chunks instead of holding up the call, and
