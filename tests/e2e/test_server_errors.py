@@ -20,6 +20,11 @@ from server_fixture import ServerProcess  # noqa: E402
 MODEL = "deepinfer-tiny"
 
 
+def assert_good_request_works(test):
+    r = test.client.completions.create(model=MODEL, prompt="still fine", max_tokens=3, extra_body={"ignore_eos": True})
+    test.assertEqual(r.usage.completion_tokens, 3)
+
+
 class ServerErrorsTest(unittest.TestCase):
     @classmethod
     def setUpClass(cls):
@@ -31,8 +36,7 @@ class ServerErrorsTest(unittest.TestCase):
         cls.server.stop()
 
     def assert_good_request_works(self):
-        r = self.client.completions.create(model=MODEL, prompt="still fine", max_tokens=3, extra_body={"ignore_eos": True})
-        self.assertEqual(r.usage.completion_tokens, 3)
+        assert_good_request_works(self)
 
     def assert_api_error(self, call, status, param, *fragments, code=None):
         with self.assertRaises(openai.APIStatusError) as ctx:
@@ -179,6 +183,22 @@ class ServerErrorsTest(unittest.TestCase):
         self.assertEqual(result["text"], reference)
         self.assert_good_request_works()
 
+
+class ClientDisconnectTest(unittest.TestCase):
+    """A client that goes away mid-stream: on a server of its own, whose model length lets the stream run long."""
+
+    @classmethod
+    def setUpClass(cls):
+        cls.server = ServerProcess("--no-prefix-caching")
+        cls.client = cls.server.client()
+
+    @classmethod
+    def tearDownClass(cls):
+        cls.server.stop()
+
+    def assert_good_request_works(self):
+        assert_good_request_works(self)
+
     def wait_for(self, predicate, timeout=15.0):
         deadline = time.time() + timeout
         while time.time() < deadline:
@@ -190,7 +210,9 @@ class ServerErrorsTest(unittest.TestCase):
 
     def test_client_disconnect_cancels_the_request(self):
         before = self.wait_for(lambda m: m["deepinfer_num_requests_running{model_name=\"deepinfer-tiny\"}"] == 0)
-        body = {"model": MODEL, "prompt": [5, 6, 7], "max_tokens": 400, "ignore_eos": True, "stream": True}
+        # (20000 tokens take the tiny model ~25 s: still running when the client goes; the 400 of before took ~0.12
+        # s, which a loaded machine could let it finish)
+        body = {"model": MODEL, "prompt": [5, 6, 7], "max_tokens": 20000, "ignore_eos": True, "stream": True}
         conn = http.client.HTTPConnection("127.0.0.1", self.server.port, timeout=60)
         try:
             conn.request("POST", "/v1/completions", body=json.dumps(body), headers={"Content-Type": "application/json"})
@@ -213,11 +235,12 @@ class ServerErrorsTest(unittest.TestCase):
         self.assertEqual(after["deepinfer_engine_requests_aborted_total"], before["deepinfer_engine_requests_aborted_total"] + 1)
         self.assertEqual(after["deepinfer_request_success_total{finished_reason=\"abort\"}"],
                          before["deepinfer_request_success_total{finished_reason=\"abort\"}"] + 1)
-        self.assertLess(after["deepinfer_generation_tokens_total"] - before["deepinfer_generation_tokens_total"], 400)
+        self.assertLess(after["deepinfer_generation_tokens_total"] - before["deepinfer_generation_tokens_total"], 20000)
         # Its KV blocks are back in both pools (no prefix cache holds them on this server).
         self.assertEqual(after["deepinfer_kv_cache_blocks{pool=\"compressed\",state=\"used\"}"], 0)
         self.assertEqual(after["deepinfer_kv_cache_blocks{pool=\"window\",state=\"used\"}"], 0)
         self.assert_good_request_works()
+
 
 
 if __name__ == "__main__":

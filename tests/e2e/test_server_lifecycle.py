@@ -57,9 +57,10 @@ class ServerLifecycleTest(unittest.TestCase):
             client = server.client(api_key="s3cret")
             self.assertEqual(client.completions.create(model=MODEL, prompt="x", max_tokens=2).object, "text_completion")
 
-            # Two long streams fill --max-concurrent 2; a third request is refused with 429 at once.
+            # Two long streams fill --max-concurrent 2; a third request is refused with 429 at once. (Long enough to
+            # outlast the check under load: the tiny model streams 150 tokens in ~45 ms, 4000 in ~1.7 s.)
             events = [threading.Event(), threading.Event()]
-            runs = [stream_in_thread(client, 150, e) for e in events]
+            runs = [stream_in_thread(client, 4000, e) for e in events]
             for e in events:
                 self.assertTrue(e.wait(60))
             t0 = time.time()
@@ -71,7 +72,7 @@ class ServerLifecycleTest(unittest.TestCase):
             for t, result in runs:
                 t.join(120)
                 self.assertIsNone(result["error"])
-                self.assertEqual(result["chunks"][-1].usage.completion_tokens, 150)
+                self.assertEqual(result["chunks"][-1].usage.completion_tokens, 4000)
             # Slots are released: requests are admitted again.
             self.assertEqual(client.completions.create(model=MODEL, prompt="x", max_tokens=2).usage.completion_tokens, 2)
         finally:
@@ -118,7 +119,9 @@ class ServerLifecycleTest(unittest.TestCase):
         server = ServerProcess()
         try:
             started = threading.Event()
-            t, result = stream_in_thread(server.client(), 2000, started)
+            # (20000 tokens take the tiny model ~25 s: still running when the second signal comes 0.3 s later; 2000
+            # took ~0.8 s, close to that under load)
+            t, result = stream_in_thread(server.client(), 20000, started)
             self.assertTrue(started.wait(60))
             server.signal(signal.SIGTERM)
             time.sleep(0.3)
@@ -127,7 +130,7 @@ class ServerLifecycleTest(unittest.TestCase):
             self.assertFalse(t.is_alive())
             self.assertIsNone(result["error"])
             self.assertEqual(finish_reason(result), "abort")
-            self.assertLess(result["chunks"][-1].usage.completion_tokens, 2000)
+            self.assertLess(result["chunks"][-1].usage.completion_tokens, 20000)
             self.assertEqual(server.proc.wait(timeout=60), 0)
         finally:
             server.stop()
