@@ -1,8 +1,9 @@
 // The machine probes bench-ops measures the kernels against: the read probe must read every byte it counts in both
 // of its passes, the AMX tile probe must do the products it counts (their sums checked exactly), and each reports a
-// figure only where it runs.
+// figure only where it runs; the pool hand-off probe reports one for each kind of call.
 #include <gtest/gtest.h>
 
+#include <atomic>
 #include <cmath>
 #include <cstring>
 #include <vector>
@@ -47,6 +48,22 @@ TEST(MachineProbe, TilePeakOnlyWhereTilesRun) {
     EXPECT_EQ(tile_peak_available(), amx_enabled() && avx512_kernels() != nullptr);
     if (tile_peak_available()) EXPECT_GT(gflops, 0.0);
     else EXPECT_EQ(gflops, 0.0);
+}
+
+// The hand-off probe reports a time for each kind of call (no bound on it: the machines are shared), none for a
+// pool of one thread, and leaves the pool working.
+TEST(MachineProbe, PoolHandoffMeasuresBothKinds) {
+    ThreadPool one(1);
+    const PoolHandoff none = measure_pool_handoff(one, 10, 2, 100);
+    EXPECT_EQ(none.polling_us, 0.0);
+    EXPECT_EQ(none.woken_us, 0.0);
+    ThreadPool pool(3);
+    const PoolHandoff h = measure_pool_handoff(pool, 50, 3, 2000);
+    EXPECT_TRUE(std::isfinite(h.polling_us) && h.polling_us > 0.0) << h.polling_us;
+    EXPECT_TRUE(std::isfinite(h.woken_us) && h.woken_us > 0.0) << h.woken_us;
+    std::atomic<int> mask{0};
+    pool.run_on_all([&](int t) { mask.fetch_or(1 << t); });
+    EXPECT_EQ(mask.load(), 0x7);
 }
 
 }  // namespace

@@ -4,6 +4,8 @@
 #include <algorithm>
 #include <atomic>
 #include <chrono>
+#include <thread>
+#include <vector>
 
 #include "backend/cpu/x86/isa_ops.h"
 #include "backend/kernels.h"
@@ -86,6 +88,22 @@ double measure_tile_peak_gflops(ThreadPool& pool) {
     });
     const double s = seconds_since(t0);
     return tile_probe_flops_per_thread() * pool.size() / s / 1e9 + sink.load();
+}
+
+PoolHandoff measure_pool_handoff(ThreadPool& pool, int calls, int idle_calls, int idle_us) {
+    if (pool.size() == 1) return {0.0, 0.0};
+    auto median_us = [&](int count, int gap_us) {
+        std::vector<double> us(static_cast<size_t>(count));
+        for (double& u : us) {
+            if (gap_us > 0) std::this_thread::sleep_for(std::chrono::microseconds(gap_us));
+            const auto t0 = std::chrono::steady_clock::now();
+            pool.run_on_all([](int) {});
+            u = seconds_since(t0) * 1e6;
+        }
+        std::nth_element(us.begin(), us.begin() + count / 2, us.end());
+        return us[static_cast<size_t>(count / 2)];
+    };
+    return {median_us(calls, 0), median_us(idle_calls, idle_us)};
 }
 
 }  // namespace deepinfer::backend::cpu
