@@ -20,15 +20,13 @@ from server_fixture import ServerProcess  # noqa: E402
 MODEL = "deepinfer-tiny"
 
 
-def assert_good_request_works(test):
-    r = test.client.completions.create(model=MODEL, prompt="still fine", max_tokens=3, extra_body={"ignore_eos": True})
-    test.assertEqual(r.usage.completion_tokens, 3)
+class OneServerTest(unittest.TestCase):
+    """The tests of a class share one server, started with SERVER_ARGS."""
+    SERVER_ARGS = ()
 
-
-class ServerErrorsTest(unittest.TestCase):
     @classmethod
     def setUpClass(cls):
-        cls.server = ServerProcess("--max-model-len", 512, "--no-prefix-caching")
+        cls.server = ServerProcess(*cls.SERVER_ARGS)
         cls.client = cls.server.client()
 
     @classmethod
@@ -36,7 +34,13 @@ class ServerErrorsTest(unittest.TestCase):
         cls.server.stop()
 
     def assert_good_request_works(self):
-        assert_good_request_works(self)
+        r = self.client.completions.create(model=MODEL, prompt="still fine", max_tokens=3,
+                                           extra_body={"ignore_eos": True})
+        self.assertEqual(r.usage.completion_tokens, 3)
+
+
+class ServerErrorsTest(OneServerTest):
+    SERVER_ARGS = ("--max-model-len", 512, "--no-prefix-caching")
 
     def assert_api_error(self, call, status, param, *fragments, code=None):
         with self.assertRaises(openai.APIStatusError) as ctx:
@@ -184,20 +188,9 @@ class ServerErrorsTest(unittest.TestCase):
         self.assert_good_request_works()
 
 
-class ClientDisconnectTest(unittest.TestCase):
+class ClientDisconnectTest(OneServerTest):
     """A client that goes away mid-stream: on a server of its own, whose model length lets the stream run long."""
-
-    @classmethod
-    def setUpClass(cls):
-        cls.server = ServerProcess("--no-prefix-caching")
-        cls.client = cls.server.client()
-
-    @classmethod
-    def tearDownClass(cls):
-        cls.server.stop()
-
-    def assert_good_request_works(self):
-        assert_good_request_works(self)
+    SERVER_ARGS = ("--no-prefix-caching",)
 
     def wait_for(self, predicate, timeout=15.0):
         deadline = time.time() + timeout
