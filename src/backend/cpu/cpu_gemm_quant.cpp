@@ -141,6 +141,7 @@ class QuantGemmCall {
     bool tile_acts_of(const Item& item) const { return tile_acts_fn(item) != nullptr; }
     bool bits_acts_of(const Item& item) const;
     bool same_acts(int64_t i, int64_t j) const;
+    void act_bytes(const Item& item, size_t bytes[5]) const;
     bool prepare_rows(const Item& item, int64_t r0, int64_t r1, const ReadyActs& to) const;
     size_t prepare_shared_wave(size_t first_unit);
     void run_unit(const Unit& unit, int thread);
@@ -219,6 +220,17 @@ bool QuantGemmCall::same_acts(int64_t i, int64_t j) const {
            fp4_row_of(a) == fp4_row_of(b) && bits_acts_of(a) == bits_acts_of(b) && tile_acts_of(a) == tile_acts_of(b);
 }
 
+// The bytes of an item's activations in each form (ReadyActs' arrays in order: values, scales, MXFP4 integer rows,
+// AMX tile rows, shifts), 0 for a form it does not take.
+void QuantGemmCall::act_bytes(const Item& item, size_t bytes[5]) const {
+    const int64_t k = item.p->a.k, ni = item.ni;
+    bytes[0] = static_cast<size_t>(ni * k * ops_.act_bytes);
+    bytes[1] = static_cast<size_t>(ni * (k / 32)) * sizeof(float);
+    bytes[2] = fp4_row_of(item) ? static_cast<size_t>(ni * ops_.fp4_row_bytes(k, ni)) : 0;
+    bytes[3] = tile_acts_of(item) ? static_cast<size_t>(tile_acts_elems(ni, k)) * 2 : 0;
+    bytes[4] = tile_acts_of(item) ? static_cast<size_t>(ni) * sizeof(int32_t) : 0;
+}
+
 // Rows [r0, r1) of an item's activations into `to` (each array from the item's row 0): values and scales, the
 // MXFP4 integer rows, the AMX tile rows (tile-blocked: r0 a multiple of 16); whether the tiles took them.
 bool QuantGemmCall::prepare_rows(const Item& item, int64_t r0, int64_t r1, const ReadyActs& to) const {
@@ -257,10 +269,9 @@ size_t QuantGemmCall::prepare_shared_wave(size_t first_unit) {
             sh.set_of[static_cast<size_t>(item)] = same;
             continue;
         }
-        const int64_t k = it.p->a.k;
-        const size_t need[5] = {aligned(it.ni * k * ops_.act_bytes), aligned(it.ni * (k / 32) * 4),
-                                aligned(fp4_row_of(it) ? it.ni * ops_.fp4_row_bytes(k, it.ni) : 0),
-                                aligned(tile_acts_of(it) ? tile_acts_elems(it.ni, k) * 2 : 0), aligned(it.ni * 4)};
+        size_t need[5];
+        act_bytes(it, need);
+        for (size_t& b : need) b = aligned(b);
         const size_t total = need[0] + need[1] + need[2] + need[3] + need[4];
         if (item > first_item && bytes[0] + bytes[1] + bytes[2] + bytes[3] + bytes[4] + total > kSharedActsBytes)
             break;
@@ -295,7 +306,7 @@ void QuantGemmCall::run_unit(const Unit& unit, int thread) {
     const Item& item = lists_.items[static_cast<size_t>(unit.item)];
     const Fp8Acts& a = item.p->a;
     const QuantWeight& w = item.p->w;
-    const int64_t kb_count = a.k / 32, groups = row_groups(w.rows), i0 = item.i0, ni = item.ni;
+    const int64_t groups = row_groups(w.rows), i0 = item.i0, ni = item.ni;
     auto own = [&] {
         return ReadyActs{s.acts.data(),  s.act_scales.as<float>(), s.fp4_row.data(),
                          reinterpret_cast<uint16_t*>(s.tile_acts.data()), s.tile_shift.as<int32_t>(), s.tile_acts_ok};
@@ -305,15 +316,13 @@ void QuantGemmCall::run_unit(const Unit& unit, int thread) {
     };
     if (decoded != unit.item && !same_acts(decoded, unit.item)) {
         if (!shared_) {  // this thread's own copy, once per item
-            s.acts.ensure(static_cast<size_t>(ni * a.k * ops_.act_bytes));
-            s.act_scales.ensure(static_cast<size_t>(ni * kb_count) * sizeof(float));
-            if (fp4_row_of(item)) s.fp4_row.ensure(static_cast<size_t>(ni * ops_.fp4_row_bytes(a.k, ni)));
-            if (tile_acts_of(item)) {
-                s.tile_acts.ensure(static_cast<size_t>(tile_acts_elems(ni, a.k)) * 2);
-                s.tile_shift.ensure(static_cast<size_t>(ni) * sizeof(int32_t));
-            }
+            size_t need[5];
+            act_bytes(item, need);
+            AlignedBuffer* own_buffers[5] = {&s.acts, &s.act_scales, &s.fp4_row, &s.tile_acts, &s.tile_shift};
+            for (int b = 0; b < 5; ++b) own_buffers[b]->ensure(need[b]);
             s.tile_acts_ok = prepare_rows(item, 0, ni, own());
         }
+        s.gemm.ensure(static_cast<size_t>(gemm_scratch_floats(a.k)) * sizeof(float));  // (same k: same acts)
         const ReadyActs ready = ready_acts();
         s.bits_acts_ok = false;
         if (bits_acts_of(item) && !ready.tile_ok) {
@@ -323,7 +332,6 @@ void QuantGemmCall::run_unit(const Unit& unit, int thread) {
     }
     decoded = unit.item;
     const ReadyActs ready = ready_acts();
-    s.gemm.ensure(static_cast<size_t>(gemm_scratch_floats(a.k)) * sizeof(float));
     const int64_t ldo = item.p->ldo;
     bf16* out = item.p->out;
     float* out_f32 = item.p->out_f32;
