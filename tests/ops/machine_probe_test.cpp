@@ -50,8 +50,8 @@ TEST(MachineProbe, TilePeakOnlyWhereTilesRun) {
     else EXPECT_EQ(gflops, 0.0);
 }
 
-// The hand-off probe reports a time for each kind of call (no bound on it: the machines are shared), none for a
-// pool of one thread, and leaves the pool working.
+// The hand-off probe times full hand-offs (every call reaches every thread), reports a time for each kind of call
+// (no bound on it: the machines are shared), none for a pool of one thread, and leaves the pool working.
 TEST(MachineProbe, PoolHandoffMeasuresBothKinds) {
     ThreadPool one(1);
     const PoolHandoff none = measure_pool_handoff(one, 10, 2, 100);
@@ -61,6 +61,7 @@ TEST(MachineProbe, PoolHandoffMeasuresBothKinds) {
     const PoolHandoff h = measure_pool_handoff(pool, 50, 3, 2000);
     EXPECT_TRUE(std::isfinite(h.polling_us) && h.polling_us > 0.0) << h.polling_us;
     EXPECT_TRUE(std::isfinite(h.woken_us) && h.woken_us > 0.0) << h.woken_us;
+    EXPECT_EQ(h.reached, 3);  // a probe on run_on_available would time calls the workers may skip
     std::atomic<int> mask{0};
     pool.run_on_all([&](int t) { mask.fetch_or(1 << t); });
     EXPECT_EQ(mask.load(), 0x7);

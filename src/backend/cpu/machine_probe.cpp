@@ -91,19 +91,23 @@ double measure_tile_peak_gflops(ThreadPool& pool) {
 }
 
 PoolHandoff measure_pool_handoff(ThreadPool& pool, int calls, int idle_calls, int idle_us) {
-    if (pool.size() == 1) return {0.0, 0.0};
+    if (pool.size() == 1) return {0.0, 0.0, 1};
+    int reached = pool.size();
     auto median_us = [&](int count, int gap_us) {
         std::vector<double> us(static_cast<size_t>(count));
         for (double& u : us) {
             if (gap_us > 0) std::this_thread::sleep_for(std::chrono::microseconds(gap_us));
+            std::atomic<int> ran{0};
             const auto t0 = std::chrono::steady_clock::now();
-            pool.run_on_all([](int) {});
+            pool.run_on_all([&](int) { ran.fetch_add(1, std::memory_order_relaxed); });
             u = seconds_since(t0) * 1e6;
+            reached = std::min(reached, ran.load());
         }
         std::nth_element(us.begin(), us.begin() + count / 2, us.end());
         return us[static_cast<size_t>(count / 2)];
     };
-    return {median_us(calls, 0), median_us(idle_calls, idle_us)};
+    const double polling = median_us(calls, 0), woken = median_us(idle_calls, idle_us);
+    return {polling, woken, reached};
 }
 
 }  // namespace deepinfer::backend::cpu

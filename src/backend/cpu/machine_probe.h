@@ -35,9 +35,11 @@ bool tile_peak_available();
 // medians over `calls` calls back to back (the workers polling) and over calls `idle_us` apart (past the workers'
 // poll window: they blocked and are woken through the kernel). A decode step makes ~50 pool calls a layer;
 // where wake-ups are slow (a 16-vCPU Firecracker guest: 170-250 us against 25-55 us on 2-vCPU KVM guests) a step
-// with gaps between its calls pays them. 0 and 0 for a pool of one thread.
+// with gaps between its calls pays them. 0 and 0 for a pool of one thread. reached: the fewest threads any timed
+// call ran its task on (the pool's size when every call was a full hand-off).
 struct PoolHandoff {
     double polling_us, woken_us;
+    int reached;
 };
 PoolHandoff measure_pool_handoff(ThreadPool& pool, int calls = 2000, int idle_calls = 50, int idle_us = 3000);
 
