@@ -10,6 +10,7 @@ set -euo pipefail
 ROOT=$(cd "$(dirname "$0")/../.." && pwd)
 OUT=${1:-$ROOT/build/portable.tar.xz}
 BUILD=$ROOT/build/portable
+"$ROOT/scripts/setup.sh"  # (idempotent: the build's packages, xz and strip on a bare machine)
 cmake -S "$ROOT" -B "$BUILD" -G Ninja -DCMAKE_BUILD_TYPE=Release -DDEEPINFER_WITH_MPI=OFF \
   -DCMAKE_EXE_LINKER_FLAGS="-static-libstdc++ -static-libgcc" > /dev/null
 cmake --build "$BUILD" -j"$(nproc)"
