@@ -33,6 +33,13 @@ if(DEEPINFER_SANITIZE)
                                                    -fno-sanitize-recover=undefined)
   target_link_options(deepinfer_flags INTERFACE -fsanitize=address,undefined)
 endif()
+if(DEEPINFER_SANITIZE_THREAD)
+  if(DEEPINFER_SANITIZE)
+    message(FATAL_ERROR "DEEPINFER_SANITIZE_THREAD and DEEPINFER_SANITIZE cannot be combined (TSan and ASan)")
+  endif()
+  target_compile_options(deepinfer_flags INTERFACE -fsanitize=thread -fno-omit-frame-pointer)
+  target_link_options(deepinfer_flags INTERFACE -fsanitize=thread)
+endif()
 target_include_directories(deepinfer_flags INTERFACE ${PROJECT_SOURCE_DIR}/src ${PROJECT_SOURCE_DIR}/include)
 
 # deepinfer_library(<folder-name> SOURCES ... DEPS ...): one static library per src/ folder.

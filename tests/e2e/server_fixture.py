@@ -16,6 +16,7 @@ import urllib.error
 import urllib.request
 
 BIN = os.environ.get("DEEPINFER_BIN", "build/release/tools/deepinfer")
+SANITIZER_REPORT = re.compile(r"WARNING: ThreadSanitizer|ERROR: AddressSanitizer|ERROR: LeakSanitizer|runtime error:")
 STARTUP_TIMEOUT = 300  # seconds; the first run generates the built-in checkpoint
 
 
@@ -110,7 +111,13 @@ class ServerProcess:
             except subprocess.TimeoutExpired:
                 self.proc.kill()
                 self.proc.wait()
+        log = self.log_text()
         if self.proc.returncode != 0:
-            print(f"deepinfer serve exited with {self.proc.returncode}; its log:\n{self.log_text()[-4000:]}")
+            print(f"deepinfer serve exited with {self.proc.returncode}; its log:\n{log[-4000:]}")
         self.log.close()
         os.unlink(self.log.name)
+        # A sanitizer build (presets asan, tsan) reports into the log; a report fails the test that ran the server,
+        # also one that came at shutdown, after every request had its answer.
+        report = SANITIZER_REPORT.search(log)
+        if report:
+            raise AssertionError(f"sanitizer report in the server's log:\n{log[report.start():][:6000]}")
