@@ -5,6 +5,7 @@
 #include <algorithm>
 #include <chrono>
 #include <memory>
+#include <stdexcept>
 
 #include "core/env.h"
 
@@ -128,35 +129,72 @@ void ThreadPool::run_on_available(const std::function<void(int)>& fn) { dispatch
 void ThreadPool::parallel_for(size_t n, const std::function<void(size_t, size_t, int)>& fn, size_t grain) {
     if (n == 0) return;
     grain = std::max<size_t>(grain, 1);
-    size_t max_chunks = (n + grain - 1) / grain;
-    size_t n_chunks = std::min<size_t>(static_cast<size_t>(n_threads_), max_chunks);
+    const size_t n_chunks = std::min<size_t>(static_cast<size_t>(n_threads_), (n + grain - 1) / grain);
     if (n_chunks <= 1) {
         fn(0, n, 0);
         return;
     }
-    size_t per = n / n_chunks, extra = n % n_chunks;
-    // One flag per chunk, each on its own line (a thread's claim of its own chunk touches no other thread's).
-    struct alignas(64) Claim {
-        std::atomic<bool> taken;
+    const size_t per = n / n_chunks, extra = n % n_chunks;  // the first `extra` chunks are one longer
+    run_claimed_chunks(static_cast<int64_t>(n_chunks), [&](int64_t chunk, int t) {
+        const auto c = static_cast<size_t>(chunk);
+        const size_t begin = c * per + std::min(c, extra);
+        fn(begin, begin + per + (c < extra ? 1 : 0), t);
+    });
+}
+
+void ThreadPool::run_claimed_chunks(int64_t n_chunks, const std::function<void(int64_t, int)>& fn,
+                                    const std::function<void(int)>& setup) {
+    if (n_chunks <= 0) return;
+    if (n_chunks >= (int64_t{1} << 32)) throw std::invalid_argument("run_claimed_chunks: 2^32 chunks or more");
+    if (n_threads_ == 1 || n_chunks == 1) {
+        if (setup) setup(0);
+        for (int64_t c = 0; c < n_chunks; ++c) fn(c, 0);
+        return;
+    }
+    // Each thread's range as one word, next chunk from the front | end << 32, on a line of its own (a thread's
+    // claims of its own chunks touch no other thread's line); a claim from either end is one compare-exchange.
+    struct alignas(64) Range {
+        std::atomic<uint64_t> front_back;
     };
-    thread_local std::vector<Claim> claims_storage;
-    if (claims_storage.size() < n_chunks) claims_storage = std::vector<Claim>(n_chunks);
-    Claim* claims = claims_storage.data();
-    for (size_t c = 0; c < n_chunks; ++c) claims[c].taken.store(false, std::memory_order_relaxed);
-    std::atomic<size_t> claimed{0}, cursor{0};
+    const int threads = n_threads_;
+    thread_local std::vector<Range> ranges_storage;  // the caller's; the pool runs one call at a time
+    if (ranges_storage.size() < static_cast<size_t>(threads)) ranges_storage = std::vector<Range>(threads);
+    Range* ranges = ranges_storage.data();
+    auto range_start = [&](int t) { return static_cast<uint64_t>((n_chunks * t + threads - 1) / threads); };
+    for (int t = 0; t < threads; ++t)
+        ranges[t].front_back.store(range_start(t) | range_start(t + 1) << 32, std::memory_order_relaxed);
+    // Relaxed is enough: a claim only has to be unique; what fn wrote is published by run_on_available's return.
+    auto claim = [](Range& r, bool from_back, int64_t& chunk) {
+        uint64_t v = r.front_back.load(std::memory_order_relaxed);
+        for (;;) {
+            const uint64_t front = v & 0xffffffffu, back = v >> 32;
+            if (front >= back) return false;
+            const uint64_t next = from_back ? (front | (back - 1) << 32) : v + 1;
+            if (r.front_back.compare_exchange_weak(v, next, std::memory_order_relaxed)) {
+                chunk = static_cast<int64_t>(from_back ? back - 1 : front);
+                return true;
+            }
+        }
+    };
     run_on_available([&](int t) {
-        auto run = [&](size_t c) {
-            if (claims[c].taken.exchange(true)) return;
-            ++claimed;
-            size_t begin = c * per + std::min(c, extra);
-            fn(begin, begin + per + (c < extra ? 1 : 0), t);
+        bool started = false;
+        auto run = [&](int64_t chunk) {
+            if (!started && setup) setup(t);
+            started = true;
+            fn(chunk, t);
         };
-        if (static_cast<size_t>(t) < n_chunks) run(static_cast<size_t>(t));
-        // Chunks whose threads have not come: in order, only while some are unclaimed.
-        while (claimed.load() < n_chunks) {
-            const size_t c = cursor.fetch_add(1);
-            if (c >= n_chunks) break;
-            run(c);
+        int64_t chunk;
+        while (claim(ranges[t], false, chunk)) run(chunk);
+        for (;;) {
+            int fullest = -1;
+            uint64_t most = 0;
+            for (int o = 0; o < threads; ++o) {
+                const uint64_t v = ranges[o].front_back.load(std::memory_order_relaxed);
+                const uint64_t front = v & 0xffffffffu, back = v >> 32;
+                if (back > front && back - front > most) most = back - front, fullest = o;
+            }
+            if (fullest < 0) break;
+            if (claim(ranges[fullest], true, chunk)) run(chunk);
         }
     });
 }

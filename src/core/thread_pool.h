@@ -32,11 +32,20 @@ class ThreadPool {
     int size() const { return n_threads_; }
 
     // Run fn(begin, end, thread_index) over contiguous chunks of [0, n), at most size() of them, each at least
-    // `grain` long. Chunk t is thread t's first choice; a chunk still unclaimed when a thread is done with its
-    // own is run by that thread, so thread_index names the thread running the chunk (for its scratch), not the
-    // chunk. Blocks until all chunks are done. Not reentrant: a task must not call into the pool. Calls from
+    // `grain` long, claimed as run_claimed_chunks claims them: thread_index names the thread running the chunk (for
+    // its scratch), not the chunk. Blocks until all chunks are done. Not reentrant: a task must not call into the pool. Calls from
     // several threads (e.g. ranks of a LocalComm test sharing the global pool) run one after another.
     void parallel_for(size_t n, const std::function<void(size_t, size_t, int)>& fn, size_t grain = 1);
+
+    // Run fn(chunk, thread_index) once for every chunk in [0, n_chunks) (n_chunks < 2^32). Thread t owns the adjacent
+    // chunks [ceil(n_chunks * t / size()), ceil(n_chunks * (t + 1) / size())) and runs them in order (a thread's part
+    // of a weight is one stream across chunk boundaries, so the hardware prefetchers ramp up once per thread); a
+    // thread done with its own takes chunks from the back of the fullest other range, so a thread that starts late
+    // runs fewer chunks, and one that has not started when the others are done runs none (run_on_available).
+    // setup(thread_index), when given, runs on a thread before its first chunk (e.g. per-thread activation decode);
+    // a thread that finds no chunk skips it. parallel_for is this with one chunk per thread.
+    void run_claimed_chunks(int64_t n_chunks, const std::function<void(int64_t, int)>& fn,
+                            const std::function<void(int)>& setup = {});
 
     // Run fn(thread_index) once on every thread (thread_index in [0, size())); returns after all of them ran.
     // For work that needs every thread (the machine probes); everything else claims its work.

@@ -1,7 +1,7 @@
 // ThreadPool: every index of parallel_for runs exactly once, run_on_all reaches every thread, and the
 // hybrid spin-then-block hand-off neither loses a wake-up nor returns early, whether calls come back to
-// back (workers spinning) or after the workers went to sleep; claimed work (parallel_for, run_on_available)
-// finishes without a worker that is not running, and waits for one that is inside the call.
+// back (workers spinning) or after the workers went to sleep; claimed work (parallel_for, run_claimed_chunks,
+// run_on_available) finishes without a worker that is not running, and waits for one that is inside the call.
 #include "core/thread_pool.h"
 
 #include <gtest/gtest.h>
@@ -71,6 +71,54 @@ TEST(ThreadPool, ParallelForCoversEveryIndexOnce) {
                 for (size_t i = b; i < e; ++i) ++hits[i];
             });
             for (size_t i = 0; i < n; ++i) ASSERT_EQ(hits[i].load(), 1) << "threads " << threads << " n " << n;
+        }
+    }
+}
+
+TEST(ThreadPool, ClaimedChunksRunOnceEachThreadItsOwnRangeInOrderFirst) {
+    for (int threads : {1, 2, 3, 5}) {
+        ThreadPool pool(threads);
+        for (int64_t n : {int64_t{0}, int64_t{1}, int64_t{2}, int64_t{7}, int64_t{100}, int64_t{1000}}) {
+            std::vector<std::atomic<int>> hits(static_cast<size_t>(n));
+            std::vector<std::vector<int64_t>> order(static_cast<size_t>(threads));  // each thread's chunks, in turn
+            std::vector<int> setups(static_cast<size_t>(threads), 0);
+            std::atomic<int> setup_after_chunk{0};
+            pool.run_claimed_chunks(
+                n,
+                [&](int64_t c, int t) {
+                    ++hits[static_cast<size_t>(c)];
+                    order[static_cast<size_t>(t)].push_back(c);
+                    if (setups[static_cast<size_t>(t)] != 1) ++setup_after_chunk;
+                    // slow enough that other threads join and steal
+                    const auto until = std::chrono::steady_clock::now() + std::chrono::microseconds(c % 3 * 5);
+                    while (std::chrono::steady_clock::now() < until) {
+                    }
+                },
+                [&](int t) {
+                    if (!order[static_cast<size_t>(t)].empty()) ++setup_after_chunk;
+                    ++setups[static_cast<size_t>(t)];
+                });
+            SCOPED_TRACE(::testing::Message() << "threads " << threads << " n " << n);
+            for (int64_t c = 0; c < n; ++c) ASSERT_EQ(hits[static_cast<size_t>(c)].load(), 1) << "chunk " << c;
+            EXPECT_EQ(setup_after_chunk.load(), 0) << "setup not once, before the thread's first chunk";
+            for (int t = 0; t < threads; ++t) {
+                const auto& seq = order[static_cast<size_t>(t)];
+                EXPECT_EQ(setups[static_cast<size_t>(t)], seq.empty() ? 0 : 1) << "thread " << t;
+                // Its own chunks [ceil(n t / T), ceil(n (t + 1) / T)) from the front, in order, before any other
+                // (the others take from the back).
+                const int64_t begin = (n * t + threads - 1) / threads, end = (n * (t + 1) + threads - 1) / threads;
+                size_t own = 0;
+                while (own < seq.size() && seq[own] >= begin && seq[own] < end) ++own;
+                for (size_t i = 0; i < own; ++i)
+                    EXPECT_EQ(seq[i], begin + static_cast<int64_t>(i)) << "thread " << t;
+                for (size_t i = own; i < seq.size(); ++i)
+                    EXPECT_TRUE(seq[i] < begin || seq[i] >= end) << "thread " << t << " ran its own chunk " << seq[i]
+                                                                 << " after another thread's";
+            }
+            // The caller always runs and owns chunk 0.
+            if (n > 0) {
+                EXPECT_EQ(order[0].front(), 0);
+            }
         }
     }
 }
@@ -157,6 +205,18 @@ TEST(ThreadPool, ClaimedWorkDoesNotWaitForAWorkerThatIsNotRunning) {
             pool.run_on_available([&](int t) {
                 if (t == 1) ++by_held;
             });
+            std::vector<std::atomic<int>> chunk_hits(50);
+            pool.run_claimed_chunks(
+                static_cast<int64_t>(chunk_hits.size()),
+                [&](int64_t c, int t) {
+                    if (t == 1) ++by_held;
+                    ++chunk_hits[static_cast<size_t>(c)];
+                },
+                [&](int t) {
+                    if (t == 1) ++by_held;
+                });
+            for (auto& h : chunk_hits)
+                if (h.load() != 1) return false;
             if (by_held.load() != 0) return false;
         }
         return true;

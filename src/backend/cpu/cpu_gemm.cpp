@@ -1,7 +1,6 @@
 // Drivers of act_quant and the dense GEMMs (the quantized ones: cpu_gemm_quant.cpp): weights are split over
 // threads in 16-row groups, each thread streaming a contiguous part of the weight once.
 #include <algorithm>
-#include <atomic>
 #include <cstring>
 #include <vector>
 
@@ -20,62 +19,14 @@ ThreadScratch& thread_scratch() {
 void for_chunks(ThreadPool& pool, int64_t n, int64_t chunk, const std::function<void(int)>& setup,
                 const std::function<void(int64_t, int64_t, int)>& fn) {
     if (n <= 0) return;
-    chunk = std::max<int64_t>(chunk, 1);
-    const int64_t chunks = (n + chunk - 1) / chunk;
-    if (pool.size() == 1 || chunks == 1) {
+    if (pool.size() == 1) {  // one call over all of it: no per-chunk setup in fn to repeat
         setup(0);
         fn(0, n, 0);
         return;
     }
-    // Thread t owns the chunks [chunks * t / T, chunks * (t + 1) / T) and runs them in order, so its part of a
-    // weight is one stream across chunk boundaries (the hardware prefetchers ramp up once per thread, not once per
-    // chunk); a thread done with its own takes chunks from the back of the fullest other range, so the call does not
-    // wait for a thread that has not picked it up (run_on_available).
-    struct alignas(64) Range {
-        std::atomic<uint64_t> front_back;  // next chunk from the front | end of the range << 32
-    };
-    const int threads = pool.size();
-    thread_local std::vector<Range> ranges_storage;
-    if (ranges_storage.size() < static_cast<size_t>(threads)) ranges_storage = std::vector<Range>(threads);
-    Range* ranges = ranges_storage.data();
-    for (int t = 0; t < threads; ++t) {
-        const auto f = static_cast<uint64_t>(chunks * t / threads);
-        const auto b = static_cast<uint64_t>(chunks * (t + 1) / threads);
-        ranges[t].front_back.store(f | b << 32, std::memory_order_relaxed);
-    }
-    auto claim = [](Range& r, bool from_back, int64_t& c) {
-        uint64_t v = r.front_back.load(std::memory_order_relaxed);
-        for (;;) {
-            const uint64_t f = v & 0xffffffffu, b = v >> 32;
-            if (f >= b) return false;
-            const uint64_t next = from_back ? (f | (b - 1) << 32) : v + 1;
-            if (r.front_back.compare_exchange_weak(v, next, std::memory_order_relaxed)) {
-                c = static_cast<int64_t>(from_back ? b - 1 : f);
-                return true;
-            }
-        }
-    };
-    pool.run_on_available([&](int t) {
-        bool started = false;
-        auto run_chunk = [&](int64_t c) {
-            if (!started) setup(t);
-            started = true;
-            fn(c * chunk, std::min(n, (c + 1) * chunk), t);
-        };
-        int64_t c;
-        while (claim(ranges[t], false, c)) run_chunk(c);
-        for (;;) {
-            int fullest = -1;
-            uint64_t most = 0;
-            for (int o = 0; o < threads; ++o) {
-                const uint64_t v = ranges[o].front_back.load(std::memory_order_relaxed);
-                const uint64_t f = v & 0xffffffffu, b = v >> 32;
-                if (b > f && b - f > most) most = b - f, fullest = o;
-            }
-            if (fullest < 0) break;
-            if (claim(ranges[fullest], true, c)) run_chunk(c);
-        }
-    });
+    chunk = std::max<int64_t>(chunk, 1);
+    pool.run_claimed_chunks(
+        (n + chunk - 1) / chunk, [&](int64_t c, int t) { fn(c * chunk, std::min(n, (c + 1) * chunk), t); }, setup);
 }
 
 int64_t chunk_size(int64_t n, const ThreadPool& pool, int64_t min_chunk) {

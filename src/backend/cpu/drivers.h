@@ -48,12 +48,10 @@ void gather_fp8_rows(const IsaOps& ops, const uint8_t* codes, const uint8_t* sca
 // so small that the per-chunk setup (activation decode, panel builds) matters.
 int64_t chunk_size(int64_t n, const ThreadPool& pool, int64_t min_chunk);
 
-// Run fn(begin, end, thread) over [0, n) in chunks of `chunk`: each thread runs an adjacent range of chunks in
-// order (its part of a weight is one stream) and then takes chunks from the back of the fullest other range,
-// so a thread that starts late (preempted on a busy machine) runs fewer chunks instead of holding up the call, and
-// one that has not started by the time the others are done runs none (ThreadPool::run_on_available).
-// setup(thread) runs once on each thread before it claims chunks (e.g. per-thread activation decode);
-// it is skipped by a thread that finds no chunk left.
+// Run fn(begin, end, thread) over [0, n) in chunks of `chunk`, claimed as ThreadPool::run_claimed_chunks claims them
+// (each thread an adjacent range in order, then chunks from the back of the fullest other range; a thread that
+// has not started when the others are done runs none). setup(thread) runs on a thread before its first chunk. A
+// pool of one thread runs fn(0, n, 0) once.
 void for_chunks(ThreadPool& pool, int64_t n, int64_t chunk, const std::function<void(int)>& setup,
                 const std::function<void(int64_t, int64_t, int)>& fn);
 
