@@ -115,10 +115,6 @@ TEST(ThreadPool, ClaimedChunksRunOnceEachThreadItsOwnRangeInOrderFirst) {
                     EXPECT_TRUE(seq[i] < begin || seq[i] >= end) << "thread " << t << " ran its own chunk " << seq[i]
                                                                  << " after another thread's";
             }
-            // The caller always runs and owns chunk 0.
-            if (n > 0) {
-                EXPECT_EQ(order[0].front(), 0);
-            }
         }
     }
 }
@@ -228,6 +224,43 @@ TEST(ThreadPool, ClaimedWorkDoesNotWaitForAWorkerThatIsNotRunning) {
     std::atomic<int> mask{0};
     pool.run_on_all([&](int t) { mask.fetch_or(1 << t); });
     EXPECT_EQ(mask.load(), 0x7);  // the released worker takes calls again
+}
+
+TEST(ThreadPool, ClaimedChunksOnTheCallerAloneFollowTheRanges) {
+    // With every worker held the caller runs all chunks, in an order the ranges fix: 3 threads, 7 chunks own
+    // [0, 3), [3, 5), [5, 7); the caller runs its own from the front, then the back of the fullest other range
+    // (the first of equals).
+    ThreadPool pool(3);
+    HeldWorkers held(pool);
+    held.hold(1);
+    held.hold(2);
+    auto run = std::async(std::launch::async, [&] {
+        std::vector<int64_t> order;
+        std::vector<int> threads;
+        pool.run_claimed_chunks(7, [&](int64_t c, int t) {
+            order.push_back(c);
+            threads.push_back(t);
+        });
+        return std::make_pair(order, threads);
+    });
+    const bool finished = run.wait_for(std::chrono::seconds(20)) == std::future_status::ready;
+    held.release();
+    ASSERT_TRUE(finished) << "run_claimed_chunks waited for a held worker";
+    const auto [order, threads] = run.get();
+    EXPECT_EQ(order, (std::vector<int64_t>{0, 1, 2, 4, 6, 3, 5}));
+    EXPECT_EQ(threads, std::vector<int>(7, 0));
+    // Fewer chunks than threads (ranges [0, 1), [1, 1), [1, 2)): all on the caller, in order.
+    held.hold(1);
+    held.hold(2);
+    auto two = std::async(std::launch::async, [&] {
+        std::vector<int64_t> order;
+        pool.run_claimed_chunks(2, [&](int64_t c, int) { order.push_back(c); });
+        return order;
+    });
+    const bool two_finished = two.wait_for(std::chrono::seconds(20)) == std::future_status::ready;
+    held.release();
+    ASSERT_TRUE(two_finished);
+    EXPECT_EQ(two.get(), (std::vector<int64_t>{0, 1}));
 }
 
 TEST(ThreadPool, ClaimedWorkWaitsForAWorkerInsideIt) {
