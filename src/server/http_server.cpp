@@ -46,11 +46,14 @@ std::variant<Json, ApiError> parse_body(const std::string& body) {
         return bad_request(fmt::format("request body is not valid UTF-8 (first bad byte at offset {})", pos), "",
                            "invalid_utf8");
     }
+    if (json_nesting_depth(body, kMaxJsonDepth) > kMaxJsonDepth)
+        return bad_request(fmt::format("request body nests arrays / objects more than {} levels deep", kMaxJsonDepth),
+                           "", "invalid_json");
     try {
         Json j = Json::parse(body);
         if (!j.is_object()) return bad_request(fmt::format("request body must be a JSON object, got {}", describe_json(j)));
         return j;
-    } catch (const Json::parse_error& e) {
+    } catch (const Json::exception& e) {  // parse_error, and out_of_range for a number past double (1e400)
         std::string what = e.what();
         const size_t cut = what.find("] ");
         if (cut != std::string::npos) what = what.substr(cut + 2);

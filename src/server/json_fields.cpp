@@ -1,10 +1,31 @@
 // Field readers for request JSON (see json_fields.h).
 #include "server/json_fields.h"
 
+#include <algorithm>
 #include <cmath>
 #include <limits>
 
 namespace deepinfer::server {
+
+int json_nesting_depth(std::string_view text, int limit) {
+    int depth = 0, deepest = 0;
+    bool in_string = false;
+    for (size_t i = 0; i < text.size(); ++i) {
+        const char c = text[i];
+        if (in_string) {
+            if (c == '\\') ++i;  // the escaped character, '"' included
+            else if (c == '"') in_string = false;
+        } else if (c == '"') {
+            in_string = true;
+        } else if (c == '[' || c == '{') {
+            deepest = std::max(deepest, ++depth);
+            if (deepest > limit) return limit + 1;
+        } else if (c == ']' || c == '}') {
+            --depth;
+        }
+    }
+    return deepest;
+}
 
 std::string describe_json(const Json& v) {
     switch (v.type()) {

@@ -17,6 +17,14 @@ namespace deepinfer::server {
 
 using Json = nlohmann::ordered_json;
 
+// Request bodies may nest arrays / objects this deep at most: a parsed document is copied and walked
+// recursively (nlohmann::json's copy constructor, our readers), so a body of 100000 '[' would overflow a
+// connection thread's stack and take the server down. OpenAI bodies nest ~6 levels (tool schemas a few more).
+constexpr int kMaxJsonDepth = 128;
+// The deepest nesting of arrays and objects in a JSON text (brackets inside strings not counted), scanning
+// stopped once it passes `limit` (then limit + 1 is returned). Malformed text is the parser's to refuse.
+int json_nesting_depth(std::string_view text, int limit);
+
 // "string \"abc\"", "number 1.5", "boolean true", "null", "array", "object" (long strings shortened).
 std::string describe_json(const Json& value);
 

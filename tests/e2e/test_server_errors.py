@@ -76,6 +76,29 @@ class ServerErrorsTest(OneServerTest):
         self.assertEqual(body["error"]["code"], "invalid_utf8")
         status, body = self.raw(b"", path="/v1/chat/completions")
         self.assertEqual(status, 400)
+        status, body = self.raw(b'{"model": "deepinfer-tiny", "prompt": "x", "max_tokens": 1e400}')  # past a double
+        self.assertEqual(status, 400)
+        self.assertIn("not valid JSON: number overflow parsing '1e400'", body["error"]["message"])
+        self.assertEqual(body["error"]["code"], "invalid_json")
+        self.assert_good_request_works()
+
+    def test_deeply_nested_bodies_are_refused(self):
+        # A valid JSON document nested 200000 levels deep once crashed the server (a recursive copy overflowed
+        # the connection thread's stack); bodies nested past 128 levels are refused before they are parsed.
+        deep = b"[" * 200000 + b"]" * 200000
+        for path in ("/v1/completions", "/v1/chat/completions"):
+            for body in (b'{"model": "deepinfer-tiny", "prompt": ' + deep + b"}",
+                         b'{"model": "deepinfer-tiny", "messages": ' + deep + b"}", b"[" * 300000):
+                with self.subTest(path=path, size=len(body)):
+                    status, err = self.raw(body, path=path)
+                    self.assertEqual(status, 400)
+                    self.assertIn("more than 128 levels", err["error"]["message"])
+                    self.assertEqual(err["error"]["code"], "invalid_json")
+        # 128 levels are parsed (and refused for what they hold, a prompt that is no token list)
+        status, err = self.raw(b'{"model": "deepinfer-tiny", "max_tokens": 2, "prompt": ' + b"[" * 127 + b"]" * 127 + b"}")
+        self.assertEqual(status, 400)
+        self.assertEqual(err["error"]["param"], "prompt")
+        self.assertEqual(self.server.get("/health")[0], 200)
         self.assert_good_request_works()
 
     def test_unknown_route_and_model(self):
@@ -132,6 +155,9 @@ class ServerErrorsTest(OneServerTest):
                               400, "messages", "512")
         self.assert_api_error(lambda: chat(model=MODEL, messages=[{"role": "user", "content": "x"}], max_tokens=2,
                                            top_logprobs=3), 400, "top_logprobs", "logprobs")
+        image = [{"type": "text", "text": "what is this?"}, {"type": "image_url", "image_url": {"url": "data:,"}}]
+        self.assert_api_error(lambda: chat(model=MODEL, messages=[{"role": "user", "content": image}], max_tokens=2),
+                              400, "messages", "messages[0].content[1] is an image part", "text model only")
         self.assert_api_error(lambda: chat(model=MODEL, messages=[{"role": "user", "content": "x"}], max_tokens=2,
                                            response_format={"type": "json_object"}), 400, "response_format.type")
         self.assert_good_request_works()

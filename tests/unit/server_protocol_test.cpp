@@ -3,6 +3,7 @@
 #include <gtest/gtest.h>
 
 #include "server/api_error.h"
+#include "server/json_fields.h"
 #include "server/metrics.h"
 #include "server/protocol.h"
 
@@ -191,6 +192,12 @@ TEST(ServerProtocol, ChatWrongInput) {
                  "response_format.type", "not supported");
     chat_refused(R"({"messages": [{"role": "user", "content": "u"}], "continue_final_message": true, "add_generation_prompt": false})",
                  "continue_final_message", "assistant");
+    // the text model only: an image part is refused, not turned into an image token with no image behind it
+    chat_refused(R"({"messages": [{"role": "user", "content": "u"}, {"role": "user", "content": [{"type": "text",
+        "text": "look"}, {"type": "image_url", "image_url": {"url": "data:image/png;base64,AAAA"}}]}]})",
+                 "messages", "messages[1].content[1] is an image part");
+    chat_refused(R"({"messages": [{"role": "user", "content": [{"type": "input_image"}]}]})", "messages",
+                 "vision encoder is not loaded");
 }
 
 TEST(ServerProtocol, StatusMapping) {
@@ -204,6 +211,19 @@ TEST(ServerProtocol, StatusMapping) {
     EXPECT_EQ(j["error"]["param"], "max_tokens");
     EXPECT_EQ(j["error"]["type"], "invalid_request_error");
     EXPECT_TRUE(j["error"]["code"].is_null());
+}
+
+TEST(ServerProtocol, JsonNestingDepthSkipsStringsAndStopsPastTheLimit) {
+    EXPECT_EQ(json_nesting_depth(R"({"a": 1})", 8), 1);
+    EXPECT_EQ(json_nesting_depth(R"({"messages": [{"content": [{"type": "text"}]}]})", 8), 5);
+    EXPECT_EQ(json_nesting_depth(R"({"prompt": "[[[[{{{{", "stop": ["]"]})", 8), 2);  // brackets in strings
+    EXPECT_EQ(json_nesting_depth(R"({"p": "a \" [[[[ \\", "q": [[1]]})", 8), 3);  // escaped quote, backslash
+    EXPECT_EQ(json_nesting_depth("[[[]][[[]]]]", 8), 4);
+    EXPECT_EQ(json_nesting_depth(std::string(8, '['), 8), 8);
+    EXPECT_EQ(json_nesting_depth(std::string(9, '['), 8), 9);
+    EXPECT_EQ(json_nesting_depth(std::string(1000000, '['), 8), 9);  // stops at the limit
+    EXPECT_EQ(json_nesting_depth("", 8), 0);
+    EXPECT_EQ(json_nesting_depth("]]]", 8), 0);
 }
 
 TEST(ServerMetrics, HistogramIsCumulative) {
