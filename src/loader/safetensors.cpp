@@ -66,7 +66,7 @@ Status SafetensorsFile::parse() {
     json header;
     try {
         header = json::parse(reinterpret_cast<const char*>(base + 8), reinterpret_cast<const char*>(base + 8 + header_len));
-    } catch (const json::parse_error& e) {
+    } catch (const json::exception& e) {  // parse_error, or out_of_range for a number past a double
         return corrupt("header is not valid JSON: {}", e.what());
     }
     if (!header.is_object()) return corrupt("header is not a JSON object");
@@ -145,7 +145,7 @@ Expected<TensorStore> TensorStore::open_dir(const std::string& dir) {
         json index;
         try {
             index = json::parse(ss.str());
-        } catch (const json::parse_error& e) {
+        } catch (const json::exception& e) {  // parse_error, or out_of_range for a number past a double
             return corrupt("{}: not valid JSON: {}", index_path.string(), e.what());
         }
         auto map_it = index.find("weight_map");

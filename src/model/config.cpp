@@ -423,7 +423,7 @@ Expected<ModelConfig> parse_model_config(const std::string& json_text, const std
     json root;
     try {
         root = json::parse(json_text);
-    } catch (const json::parse_error& e) {
+    } catch (const json::exception& e) {  // parse_error, or out_of_range for a number past a double
         return invalid_argument("{}: not valid JSON: {}", source, e.what());
     }
     if (!root.is_object()) return invalid_argument("{}: expected a JSON object", source);
@@ -475,7 +475,7 @@ Status apply_config_overrides(ModelConfig* config, const std::string& overrides_
     json overrides;
     try {
         overrides = json::parse(overrides_json);
-    } catch (const json::parse_error& e) {
+    } catch (const json::exception& e) {  // parse_error, or out_of_range for a number past a double
         return invalid_argument("{}: not valid JSON: {}", source, e.what());
     }
     if (!overrides.is_object()) return invalid_argument("{}: expected a JSON object of config fields", source);

@@ -2,9 +2,12 @@
 // naming the file and the problem, config validation, census of the released tensor layout.
 #include <gtest/gtest.h>
 
+#include <algorithm>
+#include <cstring>
 #include <filesystem>
 #include <fstream>
 #include <nlohmann/json.hpp>
+#include <random>
 
 #include "loader/safetensors.h"
 #include "model/census.h"
@@ -77,6 +80,68 @@ TEST(Safetensors, RefusesMalformedFilesWithPreciseMessages) {
         EXPECT_NE(msg.find(cases[i].expect), std::string::npos) << "case " << i << ": " << msg;
         EXPECT_NE(msg.find(path), std::string::npos) << "message must name the file: " << msg;
     }
+}
+
+// Seeded random damage to a small file's header (bytes flipped, spliced, cut; the length prefix changed): each
+// variant must open with every tensor inside the file and its size matching dtype x shape, or be refused with a
+// message naming the file -- never crash or read outside the mapping (the asan preset checks the latter).
+TEST(Safetensors, RandomlyDamagedHeadersOpenConsistentlyOrAreRefused) {
+    auto dir = testing::make_temp_dir("st-fuzz");
+    const std::string header =
+        R"({"__metadata__":{"format":"pt"},"a":{"dtype":"F32","shape":[2,2],"data_offsets":[0,16]},)"
+        R"("b":{"dtype":"BF16","shape":[3],"data_offsets":[16,22]},"c":{"dtype":"F8_E4M3","shape":[2],"data_offsets":[22,24]}})";
+    const std::string good = safetensors_bytes(header, std::string(24, 'd'));
+    const std::string path = (dir / "fuzz.safetensors").string();
+    ASSERT_EQ(open_error(write_file(dir, "fuzz.safetensors", good)), "");
+    std::mt19937 rng(20261204);
+    const char* splices[] = {"{", "}", "[", "]", ",", ":", "\"", "-1", "1e999", "18446744073709551615", "99999999999",
+                             "\"F64\"", "null", "[0,0]", "\\u0000", "\xff"};
+    int opened = 0, refused = 0;
+    for (int i = 0; i < 3000; ++i) {
+        std::string bytes = good;
+        const uint64_t header_end = 8 + header.size();
+        switch (rng() % 4) {
+            case 0:  // flip 1-3 header bytes
+                for (int k = 0, n = 1 + static_cast<int>(rng() % 3); k < n; ++k)
+                    bytes[8 + rng() % header.size()] = static_cast<char>(rng() % 256);
+                break;
+            case 1: {  // splice a token into the header, the length prefix adjusted
+                const std::string token = splices[rng() % std::size(splices)];
+                bytes.insert(8 + rng() % header.size(), token);
+                const uint64_t len = header.size() + token.size();
+                std::memcpy(bytes.data(), &len, 8);
+                break;
+            }
+            case 2:  // cut the file anywhere
+                bytes.resize(rng() % bytes.size());
+                break;
+            default: {  // a wrong length prefix
+                const uint64_t len = rng() % 2 ? rng() % (header_end + 32) : (uint64_t{rng()} << 32 | rng());
+                std::memcpy(bytes.data(), &len, 8);
+            }
+        }
+        write_file(dir, "fuzz.safetensors", bytes);
+        auto f = loader::SafetensorsFile::open(path);
+        if (!f) {
+            ++refused;
+            ASSERT_NE(f.status().message().find(path), std::string::npos) << "variant " << i << ": "
+                                                                          << f.status().message();
+            continue;
+        }
+        ++opened;
+        for (const auto& t : (*f)->tensors()) {
+            ASSERT_EQ(static_cast<int64_t>(t.nbytes), t.numel() * static_cast<int64_t>(dtype_size(t.dtype)))
+                << "variant " << i << " tensor " << t.name;
+            ASSERT_EQ(t.nbytes, static_cast<size_t>(std::count(t.data, t.data + t.nbytes, 'd')))
+                << "variant " << i << " tensor " << t.name << ": data outside the data section";
+        }
+    }
+    EXPECT_GT(opened, 20);  // both outcomes occur: the damage is neither all harmless nor all fatal
+    EXPECT_GT(refused, 1000);
+    // A header nested 200000 levels deep (valid JSON) is refused, not a stack overflow.
+    const std::string deep = R"({"t":)" + std::string(200000, '[') + std::string(200000, ']') + "}";
+    const std::string msg = open_error(write_file(dir, "deep.safetensors", safetensors_bytes(deep, "")));
+    EXPECT_NE(msg.find("deep.safetensors"), std::string::npos) << msg;
 }
 
 TEST(Safetensors, IndexNamingAMissingShardIsRefused) {
@@ -218,6 +283,46 @@ TEST(Config, InconsistenciesAreLoadErrorsNamingTheField) {
     EXPECT_NE(config_error([](auto& j) { j["text_config"]["candidate_source_layer_id"] = 21; }).find("candidate_source_layer_id"), std::string::npos);
     EXPECT_NE(config_error([](auto& j) { j["text_config"]["num_hash_layers"] = 3; }).find("num_hash_layers"), std::string::npos);
     EXPECT_NE(config_error([](auto& j) { j.erase("text_config"); }).find("text_config"), std::string::npos);
+    // A number past a double is a JSON error naming the file, not an exception out of the loader.
+    auto overflow = model::parse_model_config(R"({"text_config": {"hidden_size": 1e999}})", "cfg.json");
+    ASSERT_FALSE(overflow.has_value());
+    EXPECT_NE(overflow.status().message().find("cfg.json: not valid JSON"), std::string::npos)
+        << overflow.status().message();
+}
+
+// Every value of the released config.json, one at a time, replaced by each of a set of wrong values (types,
+// signs, sizes): parse_model_config answers each with a config or an error naming the file -- never an exception
+// (a type_error from a get<> on the wrong type would escape the loader) or a crash.
+TEST(Config, EveryFieldReplacedByWrongValuesIsAnAnswerNotAnException) {
+    const nlohmann::json released = nlohmann::json::parse(model::model_config_to_json(model::ModelConfig::released()));
+    const std::vector<nlohmann::json> wrong = {nullptr, true, -1, 0, 1e300, 2.5, "x", nlohmann::json::array(),
+                                               nlohmann::json::array({-7, "a"}), nlohmann::json::object(),
+                                               nlohmann::json::object({{"a", 1}})};
+    std::vector<nlohmann::json::json_pointer> pointers;
+    const nlohmann::json flat = released.flatten();  // {"/a/b": leaf}
+    for (const auto& leaf : flat.items()) {
+        auto pointer = nlohmann::json::json_pointer(leaf.key());
+        for (; !pointer.empty(); pointer = pointer.parent_pointer()) pointers.push_back(pointer);
+    }
+    int refused = 0, cases = 0;
+    for (const auto& pointer : pointers) {
+        for (const auto& value : wrong) {
+            nlohmann::json doc = released;
+            doc[pointer] = value;
+            ++cases;
+            try {
+                auto config = model::parse_model_config(doc.dump(), "cfg.json");
+                if (!config) {
+                    ++refused;
+                    EXPECT_NE(config.status().message().find("cfg.json"), std::string::npos)
+                        << pointer.to_string() << " = " << value.dump() << ": " << config.status().message();
+                }
+            } catch (const std::exception& e) {
+                ADD_FAILURE() << pointer.to_string() << " = " << value.dump() << " threw " << e.what();
+            }
+        }
+    }
+    EXPECT_GT(refused, cases / 2) << cases << " cases";
 }
 
 TEST(Census, ReleasedLayoutMatchesSpecCounts) {
