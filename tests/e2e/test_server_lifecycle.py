@@ -19,17 +19,21 @@ from server_fixture import ServerProcess  # noqa: E402
 MODEL = "deepinfer-tiny"
 
 
-def stream_in_thread(client, max_tokens, started):
-    """Runs a streamed completion in a thread; `started` is set at its first chunk; returns (thread, result)."""
+def stream_in_thread(client, max_tokens, started, stop=None):
+    """Runs a streamed completion in a thread; `started` is set at its first chunk; once `stop` is set the client
+    closes the stream (a disconnect: the server cancels the request). Returns (thread, result)."""
     result = {"chunks": [], "error": None}
 
     def run():
         try:
-            for chunk in client.completions.create(model=MODEL, prompt=[9, 8, 7], max_tokens=max_tokens, stream=True,
-                                                   stream_options={"include_usage": True},
-                                                   extra_body={"ignore_eos": True}):
-                result["chunks"].append(chunk)
-                started.set()
+            with client.completions.create(model=MODEL, prompt=[9, 8, 7], max_tokens=max_tokens, stream=True,
+                                           stream_options={"include_usage": True},
+                                           extra_body={"ignore_eos": True}) as stream:
+                for chunk in stream:
+                    result["chunks"].append(chunk)
+                    started.set()
+                    if stop is not None and stop.is_set():
+                        break
         except Exception as e:  # noqa: BLE001 - inspected by the test
             result["error"] = e
             started.set()
@@ -57,10 +61,11 @@ class ServerLifecycleTest(unittest.TestCase):
             client = server.client(api_key="s3cret")
             self.assertEqual(client.completions.create(model=MODEL, prompt="x", max_tokens=2).object, "text_completion")
 
-            # Two long streams fill --max-concurrent 2; a third request is refused with 429 at once. (Long enough to
-            # outlast the check under load: the tiny model streams 150 tokens in ~45 ms, 4000 in ~1.7 s.)
-            events = [threading.Event(), threading.Event()]
-            runs = [stream_in_thread(client, 4000, e) for e in events]
+            # Two streams fill --max-concurrent 2 until the test closes them (60000 tokens: minutes of streaming, so
+            # they are running whatever the machine's load or the build, sanitizers included); a third request is
+            # refused with 429 at once.
+            events, stop = [threading.Event(), threading.Event()], threading.Event()
+            runs = [stream_in_thread(client, 60000, e, stop) for e in events]
             for e in events:
                 self.assertTrue(e.wait(60))
             t0 = time.time()
@@ -69,12 +74,22 @@ class ServerLifecycleTest(unittest.TestCase):
             self.assertLess(time.time() - t0, 5)
             self.assertEqual(ctx.exception.body["code"], "too_many_requests")
             self.assertIn("--max-concurrent", ctx.exception.body["message"])
+            stop.set()
             for t, result in runs:
-                t.join(120)
+                t.join(60)
+                self.assertFalse(t.is_alive())
                 self.assertIsNone(result["error"])
-                self.assertEqual(result["chunks"][-1].usage.completion_tokens, 4000)
-            # Slots are released: requests are admitted again.
-            self.assertEqual(client.completions.create(model=MODEL, prompt="x", max_tokens=2).usage.completion_tokens, 2)
+                self.assertTrue(result["chunks"])
+            # Slots are released once the server has seen the two disconnects: requests are admitted again.
+            deadline = time.time() + 60
+            while True:
+                try:
+                    r = client.completions.create(model=MODEL, prompt="x", max_tokens=2)
+                    break
+                except openai.RateLimitError:
+                    self.assertLess(time.time(), deadline, "the closed streams' slots were never released")
+                    time.sleep(0.05)
+            self.assertEqual(r.usage.completion_tokens, 2)
         finally:
             server.stop()
 
