@@ -51,25 +51,19 @@ class HeldWorkers {
         pthread_kill(ids_[static_cast<size_t>(t)], SIGUSR1);
         while (g_held.load() == before) std::this_thread::yield();
     }
-    // Holds the workers `ts` at a point where they do not own the pool's mutex. A worker stopped while it holds
-    // it (the few instructions around its condition-variable wait; under ThreadSanitizer, which runs a signal's
-    // handler once the intercepted call -- the lock itself -- has returned, most holds of a sleeping worker)
-    // stalls every thread that then takes the lock until it is released: a preempted thread soon resumes, one
-    // held for the whole test does not. So a probe call must complete whose caller takes the lock (a free worker
-    // stays inside it past the caller's poll window), else the workers are released and held again.
-    void hold_outside_the_pool_lock(std::initializer_list<int> ts) {
+    // Holds the workers `ts` where they do not stall the other threads. A worker stopped while it holds the
+    // pool's mutex (the instructions around its condition-variable wait; under ThreadSanitizer, which runs a
+    // signal's handler once the intercepted lock has returned, most holds of a sleeping worker) stalls every
+    // thread that then takes the lock; one stopped inside the wait stalls the second notify after it (glibc's
+    // pthread_cond_broadcast waits for the waiters it woke before to leave the wait: gdb showed the caller in
+    // __condvar_quiesce_and_switch_g1). A preempted thread soon resumes; one held for the whole test does not.
+    // So three probe calls must complete, each notifying sleepers and taking the lock (a free worker stays inside
+    // past the caller's poll window), else the workers are released and held again.
+    void hold_where_they_stall_nobody(std::initializer_list<int> ts) {
         for (;;) {
             for (int t : ts) hold(t);
             auto probe = std::async(std::launch::async, [&] {
-                std::atomic<bool> inside{false};
-                pool_.run_on_available([&](int t) {
-                    if (t != 0) {
-                        if (!inside.exchange(true)) std::this_thread::sleep_for(std::chrono::milliseconds(5));
-                        return;
-                    }
-                    const auto deadline = std::chrono::steady_clock::now() + std::chrono::milliseconds(50);
-                    while (!inside.load() && std::chrono::steady_clock::now() < deadline) std::this_thread::yield();
-                });
+                for (int call = 0; call < 3; ++call) probe_call();
             });
             if (probe.wait_for(std::chrono::seconds(2)) == std::future_status::ready) return;
             release();
@@ -82,6 +76,19 @@ class HeldWorkers {
     }
 
    private:
+    // A call whose caller takes the pool's lock when a free worker joins it (it stays past the poll window).
+    void probe_call() {
+        std::atomic<bool> inside{false};
+        pool_.run_on_available([&](int t) {
+            if (t != 0) {
+                if (!inside.exchange(true)) std::this_thread::sleep_for(std::chrono::milliseconds(5));
+                return;
+            }
+            const auto deadline = std::chrono::steady_clock::now() + std::chrono::milliseconds(50);
+            while (!inside.load() && std::chrono::steady_clock::now() < deadline) std::this_thread::yield();
+        });
+    }
+
     ThreadPool& pool_;
     std::vector<pthread_t> ids_;
     struct sigaction previous_ = {};
@@ -213,7 +220,7 @@ TEST(ThreadPool, DestroysWhileWorkersSpinOrSleep) {
 TEST(ThreadPool, ClaimedWorkDoesNotWaitForAWorkerThatIsNotRunning) {
     ThreadPool pool(3);
     HeldWorkers held(pool);
-    held.hold_outside_the_pool_lock({1});
+    held.hold_where_they_stall_nobody({1});
     // In a thread of its own, so that a pool that waited for the held worker fails the test instead of hanging it.
     auto calls = std::async(std::launch::async, [&] {
         for (int call = 0; call < 200; ++call) {
@@ -259,7 +266,7 @@ TEST(ThreadPool, ClaimedChunksOnTheCallerAloneFollowTheRanges) {
     // (the first of equals).
     ThreadPool pool(3);
     HeldWorkers held(pool);
-    held.hold_outside_the_pool_lock({1, 2});
+    held.hold_where_they_stall_nobody({1, 2});
     auto run = std::async(std::launch::async, [&] {
         std::vector<int64_t> order;
         std::vector<int> threads;
@@ -276,7 +283,7 @@ TEST(ThreadPool, ClaimedChunksOnTheCallerAloneFollowTheRanges) {
     EXPECT_EQ(order, (std::vector<int64_t>{0, 1, 2, 4, 6, 3, 5}));
     EXPECT_EQ(threads, std::vector<int>(7, 0));
     // Fewer chunks than threads (ranges [0, 1), [1, 1), [1, 2)): all on the caller, in order.
-    held.hold_outside_the_pool_lock({1, 2});
+    held.hold_where_they_stall_nobody({1, 2});
     auto two = std::async(std::launch::async, [&] {
         std::vector<int64_t> order;
         pool.run_claimed_chunks(2, [&](int64_t c, int) { order.push_back(c); });
