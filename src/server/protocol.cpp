@@ -198,30 +198,6 @@ Expected<CompletionRequest> parse_completion_request(const Json& body) {
     return r;
 }
 
-namespace {
-
-// The engine runs V4.1's text model; the vision encoder's tensors are not loaded (spec §3.1). An image part would
-// become the image token with no image behind it, so the answer would silently ignore the picture: refused, as
-// vLLM refuses images for a model it serves without multimodal support.
-Status refuse_image_parts(const Json& messages) {
-    for (size_t m = 0; m < messages.size(); ++m) {
-        const auto content = messages[m].find("content");
-        if (content == messages[m].end() || !content->is_array()) continue;
-        for (size_t k = 0; k < content->size(); ++k) {
-            const Json& part = (*content)[k];
-            const auto type = part.find("type");
-            if (type == part.end() || !type->is_string()) continue;
-            const std::string& t = type->get_ref<const std::string&>();
-            if (t == "image_url" || t == "input_image" || t == "image_pil")
-                return invalid_argument("messages[{}].content[{}] is an image part (type \"{}\"); this server runs the "
-                                        "text model only (the vision encoder is not loaded)", m, k, t);
-        }
-    }
-    return Status::ok();
-}
-
-}  // namespace
-
 Expected<ChatRequest> parse_chat_request(const Json& body) {
     ChatRequest r;
     DI_RETURN_IF_ERROR(read_model(body, &r.model));
@@ -230,7 +206,14 @@ Expected<ChatRequest> parse_chat_request(const Json& body) {
     if (!messages.is_array()) return invalid_argument("messages must be a list, got {}", describe_json(messages));
     if (messages.empty()) return invalid_argument("messages must not be empty");
     DI_ASSIGN_OR_RETURN(r.messages, tokenizer::chat_messages_from_json(messages));
-    DI_RETURN_IF_ERROR(refuse_image_parts(messages));
+    // The engine runs V4.1's text model; the vision encoder's tensors are not loaded (spec §3.1). An image part
+    // would be the image token with no image behind it, the picture silently ignored: refused, as vLLM refuses
+    // images for a model it serves without multimodal support.
+    for (size_t m = 0; m < r.messages.size(); ++m) {
+        if (!r.messages[m].image_parts.empty())
+            return invalid_argument("messages[{}].content[{}] is an image part; this server runs the text model only "
+                                    "(the vision encoder is not loaded)", m, r.messages[m].image_parts[0]);
+    }
     DI_RETURN_IF_ERROR(read_sampling(body, &r.params));
     r.max_tokens_given = has_field(body, "max_tokens");
     if (has_field(body, "max_completion_tokens")) {

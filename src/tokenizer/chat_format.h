@@ -41,6 +41,7 @@ struct ChatMessage {
     std::string response_format_json;              // system: a JSON schema the reply must follow, empty = none
     std::string task;                              // internal task token: action, query, authority, domain, title, read_url
     bool without_eos = false;                      // assistant: leave the turn open (continue a partial answer)
+    std::vector<size_t> image_parts;               // indices in the JSON content list of the image parts
 };
 
 enum class ThinkingMode { kChat, kThinking };

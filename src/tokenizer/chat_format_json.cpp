@@ -10,7 +10,7 @@ namespace {
 
 using Json = nlohmann::ordered_json;
 
-Expected<std::string> content_text(const Json& content) {
+Expected<std::string> content_text(const Json& content, std::vector<size_t>* image_parts) {
     if (content.is_null()) return std::string();
     if (content.is_string()) return content.get<std::string>();
     if (!content.is_array()) return invalid_argument("content must be a string, null or a list of parts");
@@ -23,6 +23,7 @@ Expected<std::string> content_text(const Json& content) {
             if (part.contains("text") && part["text"].is_string()) text += part["text"].get<std::string>();
         } else if (type == "image_url" || type == "input_image" || type == "image_pil") {
             text += kImageToken;
+            image_parts->push_back(k);
         } else {
             return invalid_argument("content part {} has type \"{}\"; V4.1 takes text and image parts only", k, type);
         }
@@ -39,7 +40,7 @@ Expected<ChatMessage> message_from_json(const Json& m) {
     if (!m.is_object() || !m.contains("role") || !m["role"].is_string()) return invalid_argument("expected an object with a string \"role\"");
     ChatMessage message;
     DI_ASSIGN_OR_RETURN(message.role, parse_chat_role(m["role"].get<std::string>()));
-    DI_ASSIGN_OR_RETURN(message.content, content_text(m.value("content", Json())));
+    DI_ASSIGN_OR_RETURN(message.content, content_text(m.value("content", Json()), &message.image_parts));
     for (const char* key : {"reasoning_content", "reasoning"}) {
         if (m.contains(key) && m[key].is_string()) message.reasoning_content = m[key].get<std::string>();
     }

@@ -168,6 +168,8 @@ TEST(ChatFormat, MessagesFromOpenAiJson) {
     ASSERT_EQ(messages->size(), 4u);
     EXPECT_EQ((*messages)[0].role, ChatRole::kSystem);
     EXPECT_EQ((*messages)[1].content, "look\n\n<｜deepseek_image｜>");
+    EXPECT_EQ((*messages)[1].image_parts, std::vector<size_t>{1});  // where it was (the server refuses images)
+    EXPECT_TRUE((*messages)[0].image_parts.empty());
     EXPECT_EQ((*messages)[2].reasoning_content, "hmm");
     EXPECT_EQ((*messages)[2].tool_calls[0].arguments, R"({"a":1})");
     EXPECT_EQ((*messages)[3].tool_call_id, "c");
