@@ -106,6 +106,20 @@ bool amx_enabled() {
     return enabled;
 }
 
+bool avx_vnni_enabled() {
+    static const bool enabled = [] {
+        const std::string forced = env::forced_avx_vnni();
+        if (forced == "off") return false;
+        if (!forced.empty() && forced != "on") log::warn("DEEPINFER_AVX_VNNI={} is not one of on|off; ignored", forced);
+        if (!cpu_features().avx_vnni) {
+            if (forced == "on") log::warn("DEEPINFER_AVX_VNNI=on: this CPU has no AVX-VNNI; not used");
+            return false;
+        }
+        return true;
+    }();
+    return enabled;
+}
+
 Isa best_isa() {
     const auto& f = cpu_features();
     if (f.avx512f && f.avx512bw && f.avx512vl && f.avx512dq && f.avx2) return Isa::kAvx512;
@@ -144,6 +158,7 @@ std::string_view isa_name(Isa isa) {
 std::string kernel_set_name(Isa isa) {
     std::string name(isa_name(isa));
     if (isa == Isa::kAvx512 && amx_enabled()) name += "+amx";
+    if (isa == Isa::kAvx2 && avx_vnni_enabled()) name += "+vnni";
     return name;
 }
 

@@ -23,6 +23,7 @@ std::string forced_isa() { return get("DEEPINFER_ISA"); }
 
 std::string forced_zmm_rate() { return get("DEEPINFER_ZMM_RATE"); }
 std::string forced_amx() { return get("DEEPINFER_AMX"); }
+std::string forced_avx_vnni() { return get("DEEPINFER_AVX_VNNI"); }
 
 int default_threads() {
     std::string value = get("DEEPINFER_THREADS");

@@ -270,8 +270,8 @@ TEST(RowInvariance, GemmFp4OperandWindow) {
 
 // Activation codes made block by block to reach every case of the AVX2 integer MXFP4 kernels: the GEMV reads a single
 // row as exact integers where a block's values fit two int8 planes, on a third plane where they fit three and no
-// partial sum rounds, and runs the fp32 chain elsewhere (gemv_fp4_int_avx2.cpp; two rows likewise, the rows' cases
-// mixed within a block: gemm_fp4_two_rows_avx2.cpp); the panel GEMM of 5-64 rows takes int16 words, shifted with the
+// partial sum rounds, and runs the fp32 chain elsewhere (gemv_fp4_int_avx2.cpp; 2-4 rows likewise, the rows' cases
+// mixed within a block: gemm_fp4_few_rows_avx2.cpp); the panel GEMM of 5-64 rows takes int16 words, shifted with the
 // dropped low bits added back for wider blocks, and the chain where a partial sum could round (gemm_fp4_int_avx2.cpp).
 // Single rows and windows must give the batch's bits in every case. Wide, NaN and zero blocks and extreme scale codes
 // are worth a row-invariance check on every table anyway. Without extreme_scales the rows keep act_quant's scales (the

@@ -4,8 +4,9 @@
 #   tools/ggml_compare/side_by_side.sh GGML_SRC [WORK_DIR]
 # GGML_SRC: a checkout of github.com/ggml-org/ggml (fetched, never committed). WORK_DIR (default
 # /tmp/ggml-compare) receives ggml's build and the driver. Set ROWS / THREADS / ITERS to change the cases,
-# ISA=avx2 to build ggml for AVX2 (+FMA, F16C, BMI2) only and run deepinfer's AVX2 table: both as on an AVX2-only
-# CPU (keep a WORK_DIR per ISA).
+# ISA=avx2 to build ggml for AVX2 (+FMA, F16C, BMI2) only and run deepinfer's AVX2 table without AVX-VNNI: both as
+# on an AVX2-only CPU (Zen 3); ISA=avx2vnni for both with AVX-VNNI too, as on an E-core Xeon (Sierra Forest) or
+# Alder Lake (a CPU with AVX-VNNI needed; keep a WORK_DIR per ISA).
 set -e
 SRC=${1:?usage: side_by_side.sh GGML_SRC [WORK_DIR]}
 WORK=${2:-/tmp/ggml-compare}
@@ -18,8 +19,10 @@ I=${ITERS:-3}
 case "${ISA:-native}" in
   native) GGML_ISA="-DGGML_NATIVE=ON"; DI_ISA="" ;;
   avx2) GGML_ISA="-DGGML_NATIVE=OFF -DGGML_AVX=ON -DGGML_AVX2=ON -DGGML_FMA=ON -DGGML_F16C=ON -DGGML_BMI2=ON"
-        DI_ISA="--isa avx2" ;;
-  *) echo "ISA must be native or avx2" >&2; exit 2 ;;
+        DI_ISA="--isa avx2"; export DEEPINFER_AVX_VNNI=off ;;
+  avx2vnni) GGML_ISA="-DGGML_NATIVE=OFF -DGGML_AVX=ON -DGGML_AVX2=ON -DGGML_AVX_VNNI=ON -DGGML_FMA=ON -DGGML_F16C=ON"
+        GGML_ISA="$GGML_ISA -DGGML_BMI2=ON"; DI_ISA="--isa avx2"; export DEEPINFER_AVX_VNNI=on ;;
+  *) echo "ISA must be native, avx2 or avx2vnni" >&2; exit 2 ;;
 esac
 mkdir -p "$WORK"
 if [ ! -f "$WORK/build/src/libggml-cpu.a" ]; then

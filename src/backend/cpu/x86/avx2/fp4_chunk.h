@@ -148,10 +148,23 @@ inline NextGroup next_group(const QuantGemmTask& t, int64_t g) {
     return {t.codes + pg.offset, pg.block_stride, pg.piece_stride};
 }
 
+// The two forms of the integer MXFP4 kernels below, as their template argument: plain AVX2 (vpmaddubsw, vpmaddwd and
+// adds) and AVX-VNNI (vpdpbusd / vpdpwssd: one instruction for a multiply, its widening and the add), chosen per call
+// by core/cpu_features.h avx_vnni_enabled(). Both sum the same integers: the same bits.
+// Their translation units are built with -mavxvnni for the VNNI intrinsics (src/backend/CMakeLists.txt), so nothing
+// but review stops the compiler from using a VNNI instruction in the plain form, which AVX2-only CPUs (Zen 3) run:
+// tests/ops/avx2_isa_check.py disassembles the AVX2 objects and allows VNNI only in functions named with AvxVnni.
+struct PlainAvx2 {
+    static constexpr bool kVnni = false;
+};
+struct AvxVnni {
+    static constexpr bool kVnni = true;
+};
+
 // The MXFP4 GEMV of one activation row in its integer form (t.n == 1, t.fp4_row set; gemv_fp4_int_avx2.cpp).
 void gemv_fp4_int(const QuantGemmTask& t);
-// The MXFP4 GEMM of two rows on the planes (t.n == 2, t.fp4_row set; gemm_fp4_two_rows_avx2.cpp).
-void gemm_fp4_two_rows(const QuantGemmTask& t);
+// The MXFP4 GEMM of 2-4 rows on the planes (t.fp4_row set: 2 rows, 3-4 with AVX-VNNI; gemm_fp4_few_rows_avx2.cpp).
+void gemm_fp4_few_rows(const QuantGemmTask& t);
 // The MXFP4 GEMM of 5+ rows in their integer form (t.fp4_row set; gemm_fp4_int_avx2.cpp).
 void gemm_fp4_int(const QuantGemmTask& t);
 

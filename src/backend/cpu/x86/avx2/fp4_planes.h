@@ -1,5 +1,5 @@
 // What the AVX2 MXFP4 kernels on two int8 planes share (gemv_fp4_int_avx2.cpp for one activation row,
-// gemm_fp4_two_rows_avx2.cpp for two): the piece decode to biased bytes, a plane's products, the blocks those kernels
+// gemm_fp4_few_rows_avx2.cpp for 2-4): the piece decode to biased bytes, a plane's products, the blocks those kernels
 // hand to a third plane or to the fp32 chain, and the layout of their rows. The argument for why their integer
 // sums are the fp32 kernel's bits: gemv_fp4_int_avx2.cpp. AVX2 translation units only.
 #pragma once
@@ -12,9 +12,9 @@
 
 namespace deepinfer::backend::cpu::avx2 {
 
-// The rows of a GEMM of two activation rows (fp4_row_bytes): a row of Fp4RowLayout (isa_ops.h), then its plane dwords
+// The rows of a GEMM of 2-4 activation rows (fp4_row_bytes): a row of Fp4RowLayout (isa_ops.h), then its plane dwords
 // broadcast, [kb][chunk c][lo0, lo1, hi0, hi1][8 dwords], so that vpmaddubsw takes them as memory operands
-// (a broadcast per plane dword and row costs a vector op; gemm_fp4_two_rows_avx2.cpp).
+// (a broadcast per plane dword and row costs a vector op; gemm_fp4_few_rows_avx2.cpp).
 inline constexpr int64_t fp4_broadcast_offset(int64_t kb_count) { return fp4_row_layout(kb_count).bytes; }
 inline constexpr int64_t fp4_rows_bytes(int64_t kb_count) { return fp4_broadcast_offset(kb_count) + 512 * kb_count; }
 

@@ -1,5 +1,5 @@
 // The integer form of act_quant rows that the integer MXFP4 kernels read (Fp4RowLayout in isa_ops.h: two int8
-// planes for AVX2's GEMV and AVX-512's GEMM, broadcast too for AVX2's GEMM of two rows (fp4_planes.h);
+// planes for AVX2's GEMV and AVX-512's GEMM, broadcast too for AVX2's GEMM of 2-4 rows (fp4_planes.h);
 // Fp4PanelRow in fp4_chunk.h: int16 words for AVX2's panel GEMM).
 // A block's e4m3 values are v_k * 2^(e - 10) with integers v_k, e the smallest exponent among its nonzero values
 // (the argument for why the kernels' integer sums are the fp32 chain's: gemv_fp4_int_avx2.cpp).
@@ -10,6 +10,7 @@
 #include <cstring>
 
 #include "backend/cpu/x86/avx2/fp4_planes.h"
+#include "core/cpu_features.h"
 
 namespace deepinfer::backend::cpu::avx2 {
 namespace {
@@ -173,14 +174,17 @@ void broadcast_planes(int64_t kb_count, uint8_t* out) {
 // The AVX2 MXFP4 GEMM reads the planes for one row (its GEMV), the planes and their broadcast dwords for two
 // rows, nothing for 3-4 rows (those run on fp32 columns) and the panel rows for more (gemm_quant_avx2.cpp
 // gemm_fp4).
+// 1 row: the GEMV's planes; 2 rows (3-4 with AVX-VNNI): broadcast too (gemm_fp4_few_rows_avx2.cpp); 3-4 rows
+// without it: none (the fp32 kernel); 5+: the panel GEMM's words.
 int64_t fp4_row_bytes(int64_t k, int64_t n) {
-    if (n <= 2) return n == 1 ? fp4_row_layout(k / 32).bytes : fp4_rows_bytes(k / 32);
+    if (n == 1) return fp4_row_layout(k / 32).bytes;
+    if (n == 2 || (n <= kStreamRows && avx_vnni_enabled())) return fp4_rows_bytes(k / 32);
     return n > kStreamRows ? fp4_panel_row(k / 32).bytes : 0;
 }
 void prep_fp4_row(const uint8_t* codes, int64_t k, int64_t n, uint8_t* out) {
     if (n > kStreamRows) return prep_row<true>(codes, k, out);
     prep_row<false>(codes, k, out);
-    if (n == 2) broadcast_planes(k / 32, out);
+    if (n >= 2) broadcast_planes(k / 32, out);
 }
 int64_t plane_row_bytes(int64_t k, int64_t) { return fp4_row_layout(k / 32).bytes; }
 void prep_plane_row(const uint8_t* codes, int64_t k, int64_t, uint8_t* out) { prep_row<false>(codes, k, out); }

@@ -1,33 +1,35 @@
-// AVX2 MXFP4 GEMM of two act_quant rows on two int8 planes, bit-identical to the fp32 kernel of
+// AVX2 MXFP4 GEMM of 2-4 act_quant rows on two int8 planes, bit-identical to the fp32 kernel of
 // gemm_quant_avx2.cpp (stream_rows) and so to each row alone (row invariance): the form of the one-row GEMV
 // (gemv_fp4_int_avx2.cpp, which has the argument for the bits) with each piece's decode shared by the rows.
 //
-// Why: two rows are what many experts of a batched decode step see (64 sequences, 6 of 384 experts each: a
+// Why two rows: they are what many experts of a batched decode step see (64 sequences, 6 of 384 experts each: a
 // fifth of the routed experts get two), and there the fp32 kernel took ~1.25x this one's time on Zen 3 (kernel
 // calls on an L2-resident 256 x 2304 weight, 3 alternating series: min 12.9 -> 10.1, median 15.9 -> 13.9 TSC
 // cycles per 64 B of codes and row; streamed by two threads, the expert w1 / w2 of 2 rows 0.80-0.85 of the
-// time). Not for 3-4 rows: per row this loop costs about the one-row GEMV's (its 6 integer multiplies per 64
-// weights and row stay; the decode it shares is the small part), and the fp32 kernel, whose decode is the large
-// part, shares it over more rows -- at 3-4 rows the two took the same time per row or the fp32 kernel less
-// (as did int16 weights against vpmaddwd, a scratch variant: 4 multiplies but 12 decode ops a piece).
+// time). Not 3-4 rows in the plain AVX2 form: per row this loop costs about the one-row GEMV's (its 6 integer
+// multiplies per 64 weights and row stay; the decode it shares is the small part), and the fp32 kernel, whose
+// decode is the large part, shares it over more rows -- at 3-4 rows the two took the same time per row or the
+// fp32 kernel less (as did int16 weights against vpmaddwd, a scratch variant: 4 multiplies but 12 decode ops a
+// piece). With AVX-VNNI (fp4_chunk.h AvxVnni) a row's products of a piece are 4 vpdpbusd, a plane's sum each, the high
+// plane's shifted in once per piece and block: then 3-4 rows run here too (fp4_row_bytes).
 //
 // The loop: a block's pieces (32 bytes: 8 weight rows x 8 columns) one after the other, each through the
-// block's 4 chunks with one int32 sum a row; the activation planes come broadcast in the rows already
-// (fp4_planes.h), so each vpmaddubsw reads its dword vector from memory instead of a broadcast per dword and
+// block's 4 chunks with one int32 sum a row (two with VNNI); the activation planes come broadcast in the rows
+// already (fp4_planes.h), so each multiply reads its dword vector from memory instead of a broadcast per dword and
 // row.
 #include <immintrin.h>
 
 #include <cstdint>
 
 #include "backend/cpu/x86/avx2/fp4_planes.h"
+#include "core/cpu_features.h"
 
 namespace deepinfer::backend::cpu::avx2 {
 namespace {
 
-constexpr int R = 2;  // activation rows (the loops over them are unrolled)
-
-// The rows against G groups of a pair (packing.h; G = 1 for a lone last group), the pair read as one stream.
-template <int G>
+// R rows (the loops over them are unrolled) against G groups of a pair (packing.h; G = 1 for a lone last group),
+// the pair read as one stream. Form: PlainAvx2 or AvxVnni (the plane sums by vpdpbusd).
+template <int R, int G, class Form>
 void rows_groups(const QuantGemmTask& t, int64_t g0) {
     const int64_t kb_count = t.k / 32;
     const Fp4RowLayout layout = fp4_row_layout(kb_count);
@@ -50,9 +52,12 @@ void rows_groups(const QuantGemmTask& t, int64_t g0) {
 #pragma GCC unroll 1
         for (int p = 0; p < 2 * G; ++p) {
             __m256i s[R];  // int32 sums of lo plane + 256 x hi plane, from the bias correction
+            __m256i high[R];  // AvxVnni: the hi plane's sums, shifted into s at the end
 #pragma GCC unroll 4
-            for (int r = 0; r < R; ++r)
+            for (int r = 0; r < R; ++r) {
                 s[r] = _mm256_set1_epi32(reinterpret_cast<const int32_t*>(row(r) + layout.base)[kb]);
+                high[r] = _mm256_setzero_si256();
+            }
             const uint8_t* piece = block + (p / 2) * kPackedChunkBytes + (p % 2) * 32;
 #pragma GCC unroll 4
             for (int c = 0; c < Fp4Chunk::kChunks; ++c) {
@@ -62,6 +67,15 @@ void rows_groups(const QuantGemmTask& t, int64_t g0) {
                     // [lo0, lo1, hi0, hi1] of chunk c
                     const auto* planes =
                         reinterpret_cast<const __m256i*>(row(r) + fp4_broadcast_offset(kb_count)) + (kb * 4 + c) * 4;
+                    if constexpr (Form::kVnni) {
+                        s[r] = _mm256_dpbusd_avx_epi32(
+                            _mm256_dpbusd_avx_epi32(s[r], w.w0, _mm256_load_si256(planes)), w.w1,
+                            _mm256_load_si256(planes + 1));
+                        high[r] = _mm256_dpbusd_avx_epi32(
+                            _mm256_dpbusd_avx_epi32(high[r], w.w0, _mm256_load_si256(planes + 2)), w.w1,
+                            _mm256_load_si256(planes + 3));
+                        continue;
+                    }
                     const __m256i s_lo = plane_sums(w, _mm256_load_si256(planes), _mm256_load_si256(planes + 1));
                     const __m256i s_hi = plane_sums(w, _mm256_load_si256(planes + 2), _mm256_load_si256(planes + 3));
                     s[r] = _mm256_add_epi32(
@@ -70,6 +84,7 @@ void rows_groups(const QuantGemmTask& t, int64_t g0) {
             }
 #pragma GCC unroll 4
             for (int r = 0; r < R; ++r) {
+                if constexpr (Form::kVnni) s[r] = _mm256_add_epi32(s[r], _mm256_slli_epi32(high[r], 8));
                 const float unit = reinterpret_cast<const float*>(row(r) + layout.unit)[kb];
                 _mm256_store_ps(part + (r * kb_count + kb) * G * 16 + 8 * p,
                                 _mm256_mul_ps(_mm256_cvtepi32_ps(s[r]), _mm256_set1_ps(unit)));
@@ -103,11 +118,31 @@ void rows_groups(const QuantGemmTask& t, int64_t g0) {
 
 }  // namespace
 
-void gemm_fp4_two_rows(const QuantGemmTask& t) {
+namespace {
+
+template <int R, class Form>
+void rows_pairs(const QuantGemmTask& t) {
     for (int64_t g = 0; g < t.groups; g += 2) {
-        if (g + 2 <= t.groups) rows_groups<2>(t, g);
-        else rows_groups<1>(t, g);
+        if (g + 2 <= t.groups) rows_groups<R, 2, Form>(t, g);
+        else rows_groups<R, 1, Form>(t, g);
     }
+}
+
+// Out of line: the form's code stays in functions named with it (tests/ops/avx2_isa_check.py).
+template <class Form>
+__attribute__((noinline)) void rows_of_task(const QuantGemmTask& t) {
+    switch (t.n) {
+        case 2: return rows_pairs<2, Form>(t);
+        case 3: return rows_pairs<3, Form>(t);
+        default: return rows_pairs<4, Form>(t);
+    }
+}
+
+}  // namespace
+
+void gemm_fp4_few_rows(const QuantGemmTask& t) {
+    if (avx_vnni_enabled()) rows_of_task<AvxVnni>(t);
+    else rows_of_task<PlainAvx2>(t);
 }
 
 }  // namespace deepinfer::backend::cpu::avx2
