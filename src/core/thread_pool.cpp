@@ -1,5 +1,5 @@
 // Fixed worker pool: each call is published under a generation number, run by the caller and by the workers
-// that join it (all of them for run_on_all); hybrid spin-then-block waiting, see thread_pool.h.
+// that join it (all of them for run_on_all); hybrid spin-then-futex waiting, see thread_pool.h.
 #include "core/thread_pool.h"
 
 #include <algorithm>
@@ -53,11 +53,9 @@ ThreadPool::ThreadPool(int n_threads) {
 }
 
 ThreadPool::~ThreadPool() {
-    {
-        std::lock_guard<std::mutex> lock(mutex_);
-        stop_ = true;
-    }
-    wake_.notify_all();
+    stop_ = true;
+    wake_word_.fetch_add(1);
+    wake_word_.notify_all();
     for (auto& worker : workers_) worker.join();
 }
 
@@ -70,9 +68,12 @@ void ThreadPool::worker_loop(int index) {
     };
     while (true) {
         if (!poll_until(has_call)) {
-            std::unique_lock<std::mutex> lock(mutex_);
             ++sleepers_;
-            wake_.wait(lock, has_call);
+            for (;;) {
+                const uint32_t word = wake_word_.load();
+                if (has_call()) break;
+                wake_word_.wait(word);
+            }
             --sleepers_;
         }
         if (stop_.load()) return;
@@ -83,8 +84,8 @@ void ThreadPool::worker_loop(int index) {
             ++finished_;
         }
         if (entered_.fetch_sub(1) == 1 && caller_sleeping_.load()) {
-            std::lock_guard<std::mutex> lock(mutex_);
-            done_.notify_one();
+            done_word_.fetch_add(1);
+            done_word_.notify_one();
         }
     }
 }
@@ -92,9 +93,12 @@ void ThreadPool::worker_loop(int index) {
 template <class Done>
 void ThreadPool::wait_for_workers(const Done& done) {
     if (poll_until(done)) return;
-    std::unique_lock<std::mutex> lock(mutex_);
     caller_sleeping_ = true;
-    done_.wait(lock, done);
+    for (;;) {
+        const uint32_t word = done_word_.load();
+        if (done()) break;
+        done_word_.wait(word);
+    }
     caller_sleeping_ = false;
 }
 
@@ -109,8 +113,8 @@ void ThreadPool::dispatch(const std::function<void(int)>& fn, bool every_thread)
     const uint64_t generation = (state_.load() >> 1) + 1;
     state_ = generation << 1 | 1;
     if (sleepers_.load() > 0) {
-        std::lock_guard<std::mutex> lock(mutex_);
-        wake_.notify_all();
+        wake_word_.fetch_add(1);
+        wake_word_.notify_all();
     }
     fn(0);
     // Every worker that ran counted itself out of entered_ after counting itself in finished_, and no worker

@@ -2,16 +2,18 @@
 // parallel_for splits [0, n) into contiguous chunks, one per participating thread; the caller
 // participates, so a pool of size 1 runs everything inline.
 // Waiting is hybrid: workers (and the caller, for completion) poll for about a millisecond (pausing, then
-// yielding the core between polls) before blocking on a condition variable. A decode step issues a kernel
+// yielding the core between polls) before blocking on a futex (std::atomic::wait). A decode step issues a kernel
 // call every few tens of microseconds; a wake-up through the kernel costs 25-55 us on a VM (170-250 us,
 // p99 ~1.2 ms, on a 16-vCPU Firecracker guest), a polling worker picks the next call up at once.
+// Why a futex and no condition variable: glibc's pthread_cond_broadcast waits for the waiters an earlier broadcast
+// woke to leave the wait, so a sleeper whose vCPU the host preempted on its way out stalled the caller's next
+// wake-up; a futex wake waits for nobody, and no thread ever blocks holding a lock another one needs.
 // Work that is claimed rather than assigned (parallel_for, run_on_available) does not wait for a worker
 // that has not picked the call up: a thread the OS has not scheduled -- a vCPU the host preempted, a core
 // shared with another process -- leaves its chunk to the threads that are running.
 #pragma once
 
 #include <atomic>
-#include <condition_variable>
 #include <cstddef>
 #include <cstdint>
 #include <functional>
@@ -73,12 +75,13 @@ class ThreadPool {
     // caller closes it (clears the low bit) when it needs no more workers. A worker joins by counting itself in
     // entered_ and then checking that state_ is still the open call it saw, so the caller, which closes first
     // and then waits for entered_ to drop to 0, never returns while a worker can still touch task_. Sleepers
-    // announce themselves (sleepers_, caller_sleeping_) before re-checking their condition under mutex_, and
-    // the other side notifies only when it sees an announcement: every flag and counter is sequentially
-    // consistent, so one of the two always sees the other's write.
-    std::mutex mutex_;
-    std::condition_variable wake_;
-    std::condition_variable done_;
+    // announce themselves (sleepers_, caller_sleeping_), then read their futex word (wake_word_, done_word_), then
+    // re-check their condition, and sleep only while the word is unchanged; the other side, after changing the
+    // condition, bumps the word and wakes it only when it sees an announcement: every flag and counter is
+    // sequentially consistent, so either the sleeper sees the new condition or the waker sees the announcement
+    // and the sleeper's wait finds the word changed.
+    std::atomic<uint32_t> wake_word_{0};  // bumped for the workers: a call published, or stop_
+    std::atomic<uint32_t> done_word_{0};  // bumped for the caller: the last worker left the call
     std::atomic<const std::function<void(int)>*> task_{nullptr};
     std::atomic<uint64_t> state_{0};
     std::atomic<int> entered_{0};

@@ -21,20 +21,27 @@ namespace {
 
 // A worker held in a signal handler stands for a thread the OS does not run (a vCPU the host preempted): it
 // neither picks calls up nor finishes what it is inside of until released. Lock-free atomics only, so the
-// handler is async-signal-safe.
+// handler is async-signal-safe. Each worker knows its index (t_index), so a signal that arrives when no hold is
+// asked for, or twice, holds nobody by mistake.
 std::atomic<bool> g_hold{false};
-std::atomic<int> g_held{0};
+std::atomic<uint32_t> g_held{0};  // bit t: worker t sits in the handler
+thread_local int t_index = -1;
 void hold_handler(int) {
-    ++g_held;
+    if (!g_hold.load() || t_index < 0) return;
+    const uint32_t bit = 1u << t_index;
+    if (g_held.fetch_or(bit) & bit) return;  // already held (a second signal)
     while (g_hold.load()) {
     }
-    --g_held;
+    g_held.fetch_and(~bit);
 }
 
 class HeldWorkers {
    public:
-    explicit HeldWorkers(ThreadPool& pool) : pool_(pool), ids_(static_cast<size_t>(pool.size())) {
-        pool.run_on_all([&](int t) { ids_[static_cast<size_t>(t)] = pthread_self(); });
+    explicit HeldWorkers(ThreadPool& pool) : ids_(static_cast<size_t>(pool.size())) {
+        pool.run_on_all([&](int t) {
+            ids_[static_cast<size_t>(t)] = pthread_self();
+            t_index = t;
+        });
         struct sigaction action = {};
         action.sa_handler = hold_handler;
         sigemptyset(&action.sa_mask);
@@ -44,31 +51,20 @@ class HeldWorkers {
         release();
         sigaction(SIGUSR1, &previous_, nullptr);
     }
-    // Returns once worker t sits in the handler.
+    // Returns once worker t sits in the handler. The signal is sent again every 20 ms until it does: under
+    // ThreadSanitizer a signal that arrives just before the worker enters its futex sleep waits, pending, for the
+    // worker's next atomic operation, which then only comes with the next call (a second signal interrupts the sleep).
     void hold(int t) {
         g_hold = true;
-        const int before = g_held.load();
-        pthread_kill(ids_[static_cast<size_t>(t)], SIGUSR1);
-        while (g_held.load() == before) std::this_thread::yield();
-    }
-    // Holds the workers `ts` where they do not stall the other threads. A worker stopped while it holds the
-    // pool's mutex (the instructions around its condition-variable wait; under ThreadSanitizer, which runs a
-    // signal's handler once the intercepted lock has returned, most holds of a sleeping worker) stalls every
-    // thread that then takes the lock; one stopped inside the wait stalls the second notify after it (glibc's
-    // pthread_cond_broadcast waits for the waiters it woke before to leave the wait: gdb showed the caller in
-    // __condvar_quiesce_and_switch_g1). A preempted thread soon resumes; one held for the whole test does not.
-    // So three probe calls must complete, each notifying sleepers and taking the lock (a free worker stays inside
-    // past the caller's poll window), else the workers are released and held again.
-    void hold_where_they_stall_nobody(std::initializer_list<int> ts) {
-        for (;;) {
-            for (int t : ts) hold(t);
-            auto probe = std::async(std::launch::async, [&] {
-                for (int call = 0; call < 3; ++call) probe_call();
-            });
-            if (probe.wait_for(std::chrono::seconds(2)) == std::future_status::ready) return;
-            release();
-            probe.wait();
+        const uint32_t bit = 1u << t;
+        while (!(g_held.load() & bit)) {
+            pthread_kill(ids_[static_cast<size_t>(t)], SIGUSR1);
+            const auto until = std::chrono::steady_clock::now() + std::chrono::milliseconds(20);
+            while (!(g_held.load() & bit) && std::chrono::steady_clock::now() < until) std::this_thread::yield();
         }
+    }
+    void hold(std::initializer_list<int> ts) {
+        for (int t : ts) hold(t);
     }
     void release() {
         g_hold = false;
@@ -76,20 +72,6 @@ class HeldWorkers {
     }
 
    private:
-    // A call whose caller takes the pool's lock when a free worker joins it (it stays past the poll window).
-    void probe_call() {
-        std::atomic<bool> inside{false};
-        pool_.run_on_available([&](int t) {
-            if (t != 0) {
-                if (!inside.exchange(true)) std::this_thread::sleep_for(std::chrono::milliseconds(5));
-                return;
-            }
-            const auto deadline = std::chrono::steady_clock::now() + std::chrono::milliseconds(50);
-            while (!inside.load() && std::chrono::steady_clock::now() < deadline) std::this_thread::yield();
-        });
-    }
-
-    ThreadPool& pool_;
     std::vector<pthread_t> ids_;
     struct sigaction previous_ = {};
 };
@@ -220,7 +202,7 @@ TEST(ThreadPool, DestroysWhileWorkersSpinOrSleep) {
 TEST(ThreadPool, ClaimedWorkDoesNotWaitForAWorkerThatIsNotRunning) {
     ThreadPool pool(3);
     HeldWorkers held(pool);
-    held.hold_where_they_stall_nobody({1});
+    held.hold({1});
     // In a thread of its own, so that a pool that waited for the held worker fails the test instead of hanging it.
     auto calls = std::async(std::launch::async, [&] {
         for (int call = 0; call < 200; ++call) {
@@ -260,13 +242,42 @@ TEST(ThreadPool, ClaimedWorkDoesNotWaitForAWorkerThatIsNotRunning) {
     EXPECT_EQ(mask.load(), 0x7);  // the released worker takes calls again
 }
 
+TEST(ThreadPool, AWorkerHeldInItsSleepDelaysNoWakeUp) {
+    // Workers asleep, one of them stopped inside its wait (a sleeper whose vCPU the host preempted): every call then
+    // wakes the sleepers, and no wake-up may wait for the stopped one. (With a condition variable the second call
+    // hung: glibc's pthread_cond_broadcast waits for the waiters an earlier broadcast woke to leave the wait.)
+    ThreadPool pool(3);
+    HeldWorkers held(pool);
+    for (int round = 0; round < 3; ++round) {
+        std::this_thread::sleep_for(std::chrono::milliseconds(30));  // past the poll window: both workers asleep
+        held.hold(1);
+        auto calls = std::async(std::launch::async, [&] {
+            int by_held = 0;
+            for (int call = 0; call < 20; ++call) {
+                std::atomic<int> ran{0};
+                pool.run_on_available([&](int t) {
+                    if (t == 1) ++by_held;
+                    ++ran;
+                });
+                if (ran.load() < 1) return false;
+                std::this_thread::sleep_for(std::chrono::milliseconds(2));  // worker 2 back to sleep
+            }
+            return by_held == 0;
+        });
+        const bool finished = calls.wait_for(std::chrono::seconds(20)) == std::future_status::ready;
+        held.release();  // lets a stalled caller finish, so the test ends either way
+        ASSERT_TRUE(finished) << "round " << round << ": a wake-up waited for the held sleeper";
+        EXPECT_TRUE(calls.get());
+    }
+}
+
 TEST(ThreadPool, ClaimedChunksOnTheCallerAloneFollowTheRanges) {
     // With every worker held the caller runs all chunks, in an order the ranges fix: 3 threads, 7 chunks own
     // [0, 3), [3, 5), [5, 7); the caller runs its own from the front, then the back of the fullest other range
     // (the first of equals).
     ThreadPool pool(3);
     HeldWorkers held(pool);
-    held.hold_where_they_stall_nobody({1, 2});
+    held.hold({1, 2});
     auto run = std::async(std::launch::async, [&] {
         std::vector<int64_t> order;
         std::vector<int> threads;
@@ -283,7 +294,7 @@ TEST(ThreadPool, ClaimedChunksOnTheCallerAloneFollowTheRanges) {
     EXPECT_EQ(order, (std::vector<int64_t>{0, 1, 2, 4, 6, 3, 5}));
     EXPECT_EQ(threads, std::vector<int>(7, 0));
     // Fewer chunks than threads (ranges [0, 1), [1, 1), [1, 2)): all on the caller, in order.
-    held.hold_where_they_stall_nobody({1, 2});
+    held.hold({1, 2});
     auto two = std::async(std::launch::async, [&] {
         std::vector<int64_t> order;
         pool.run_claimed_chunks(2, [&](int64_t c, int) { order.push_back(c); });
