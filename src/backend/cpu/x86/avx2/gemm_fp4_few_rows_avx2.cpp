@@ -116,10 +116,6 @@ void rows_groups(const QuantGemmTask& t, int64_t g0) {
             [&](int g, int64_t kb, __m256& sw0, __m256& sw1) { fp4_scales(t, g0 + g, kb, sw0, sw1); }, r);
 }
 
-}  // namespace
-
-namespace {
-
 template <int R, class Form>
 void rows_pairs(const QuantGemmTask& t) {
     for (int64_t g = 0; g < t.groups; g += 2) {
@@ -128,14 +124,15 @@ void rows_pairs(const QuantGemmTask& t) {
     }
 }
 
-// Out of line: the form's code stays in functions named with it (tests/ops/avx2_isa_check.py).
+// Out of line: the form's code stays in functions named with it (tests/ops/avx2_isa_check.py). 3-4 rows come here
+// only with VNNI (fp4_row_bytes gives the plain form's to the fp32 kernel).
 template <class Form>
 __attribute__((noinline)) void rows_of_task(const QuantGemmTask& t) {
-    switch (t.n) {
-        case 2: return rows_pairs<2, Form>(t);
-        case 3: return rows_pairs<3, Form>(t);
-        default: return rows_pairs<4, Form>(t);
+    if constexpr (Form::kVnni) {
+        if (t.n == 3) return rows_pairs<3, Form>(t);
+        if (t.n == 4) return rows_pairs<4, Form>(t);
     }
+    rows_pairs<2, Form>(t);
 }
 
 }  // namespace
