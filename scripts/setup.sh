@@ -18,7 +18,7 @@ apt_packages=(
   nlohmann-json3-dev libcpp-httplib-dev libpcre2-dev libicu-dev libssl-dev libfmt-dev libcli11-dev
   libgtest-dev libgmock-dev libopenmpi-dev openmpi-bin
   libsimde-dev  # the tests' emulated AVX-512 build (preset avx512emu)
-  xz-utils binutils  # tools/portable_bundle (tar -J, strip)
+  xz-utils binutils  # tools/portable_bundle (tar -J, strip), tests/ops/avx2_isa_check.py (objdump)
   python3 python3-venv python3-pip
 )
 
