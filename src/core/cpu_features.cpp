@@ -83,15 +83,24 @@ bool zmm_half_rate() {
     return half;
 }
 
+namespace {
+
+// A feature's switch `var` = on|off (value `forced`, empty when unset): false when off or when the CPU lacks the
+// feature (with a warning where on was asked for), else true; any other value is warned about and ignored.
+bool feature_switch(const char* var, const std::string& forced, bool cpu_has, const char* feature) {
+    if (forced == "off") return false;
+    if (!forced.empty() && forced != "on") log::warn("{}={} is not one of on|off; ignored", var, forced);
+    if (!cpu_has && forced == "on") log::warn("{}=on: this CPU has no {}; not used", var, feature);
+    return cpu_has;
+}
+
+}  // namespace
+
 bool amx_enabled() {
     static const bool enabled = [] {
-        const std::string forced = env::forced_amx();
-        if (forced == "off") return false;
-        if (!forced.empty() && forced != "on") log::warn("DEEPINFER_AMX={} is not one of on|off; ignored", forced);
-        if (!cpu_features().amx_bf16 || !cpu_features().avx512_bf16) {
-            if (forced == "on") log::warn("DEEPINFER_AMX=on: this CPU has no AMX-BF16; not used");
+        if (!feature_switch("DEEPINFER_AMX", env::forced_amx(),
+                            cpu_features().amx_bf16 && cpu_features().avx512_bf16, "AMX-BF16"))
             return false;
-        }
 #ifndef DEEPINFER_EMULATE_AMX  // (emulated tiles: no tile state to ask the kernel for)
         // Linux hands out the tile data state only on request (ARCH_REQ_XCOMP_PERM for XFEATURE_XTILEDATA),
         // once per process; a thread using tiles without it is killed.
@@ -107,16 +116,8 @@ bool amx_enabled() {
 }
 
 bool avx_vnni_enabled() {
-    static const bool enabled = [] {
-        const std::string forced = env::forced_avx_vnni();
-        if (forced == "off") return false;
-        if (!forced.empty() && forced != "on") log::warn("DEEPINFER_AVX_VNNI={} is not one of on|off; ignored", forced);
-        if (!cpu_features().avx_vnni) {
-            if (forced == "on") log::warn("DEEPINFER_AVX_VNNI=on: this CPU has no AVX-VNNI; not used");
-            return false;
-        }
-        return true;
-    }();
+    static const bool enabled =
+        feature_switch("DEEPINFER_AVX_VNNI", env::forced_avx_vnni(), cpu_features().avx_vnni, "AVX-VNNI");
     return enabled;
 }
 

@@ -205,9 +205,10 @@ void gemm_fp4_int(const QuantGemmTask& t) {
         for (int64_t i = 0; i < t.n; ++i) chain |= t.fp4_row[i * panel.bytes + panel.shift + kb] == kChainBlock;
         pn.needs_chain[kb] = chain;
     }
+    const bool vnni = avx_vnni_enabled();
     for (int64_t g = 0; g < t.groups; ++g) {
         decode_group(t, pn, g);
-        if (avx_vnni_enabled()) tiles_of_group<AvxVnni>(t, pn, g, next_group<Fp4Chunk>(t, g));
+        if (vnni) tiles_of_group<AvxVnni>(t, pn, g, next_group<Fp4Chunk>(t, g));
         else tiles_of_group<PlainAvx2>(t, pn, g, next_group<Fp4Chunk>(t, g));
     }
 }
