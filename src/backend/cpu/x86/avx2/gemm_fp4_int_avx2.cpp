@@ -127,49 +127,114 @@ inline void finish_row(const uint8_t* row, const Fp4PanelRow& panel, const Panel
     p1 = _mm256_mul_ps(_mm256_cvtepi32_ps(s1), u);
 }
 
-// Four rows' int32 sums of one block: s[r][0] / s[r][1] (weight rows 0-7 / 8-15) += the products of the 16 pairs of
-// columns at `pairs` (the block's panel) with row r's words at words + r * stride: per row and pair a vpmaddwd and a
-// vpaddd each (PlainAvx2) or a vpdpwssd (AvxVnni). In assembly: from intrinsics GCC 12 kept two copies of the eight
-// sums, moving one to the other each pair and storing some to the stack (AvxVnni: 14 register moves and 4 stores per
-// 16 vpdpwssd); in cache, one thread, the VNNI form gained 4-6% at 16-64 rows.
-template <class Form>
-__attribute__((always_inline)) inline void block_sums4(const int16_t* pairs, const uint8_t* words, int64_t stride,
-                                                       __m256i (&s)[4][2]) {
-    const uint8_t* words3 = words + 3 * stride;
+// R (1-4) rows' int32 sums of one block: s[r][0] / s[r][1] (weight rows 0-7 / 8-15) += the products of the 16 pairs
+// of columns at `pairs` (the block's panel) with row r's words at words + r * stride: per row and pair a vpmaddwd and a
+// vpaddd each (PlainAvx2) or a vpdpwssd (AvxVnni). In assembly: from intrinsics GCC 12 kept two copies of the sums,
+// moving one to the other each pair and storing some to the stack (four rows, AvxVnni: 14 register moves and 4 stores
+// per 16 vpdpwssd; three rows 14 moves per 12). In cache, one thread: the VNNI form 4-6% faster at 16-64 rows, 2-10% at
+// 6-7 and 10-11; the plain form 2-6%.
+// A vpdpwssd waits 4 cycles for its sum and two issue a cycle (Zen 5), so the 2 R chains of fewer than four rows
+// would leave the unit idle: there the VNNI form sums the odd pairs apart (integers: the same sums in any order).
+// The macros spell the loop out per row count: an asm template must be one string literal.
+template <int R, class Form>
+__attribute__((always_inline)) inline void block_sums(const int16_t* pairs, const uint8_t* words, int64_t stride,
+                                                      __m256i (&s)[R][2]) {
+    static_assert(R >= 1 && R <= 4);
+    const uint8_t* words3 = words + 3 * stride;  // (row 3: no addressing mode takes 3 * stride)
     const int16_t* end = pairs + 16 * 32;
     // One row's products of a pair: x its pair broadcast, %%ymm0 / %%ymm1 the pair's weights of rows 0-7 / 8-15.
-#define DEEPINFER_VNNI_ROW(x, s0, s1) \
-    "%{vex%} vpdpwssd " x ", %%ymm0, " s0 "\n\t%{vex%} vpdpwssd " x ", %%ymm1, " s1 "\n\t"
-#define DEEPINFER_PLAIN_ROW(x, s0, s1)                                                 \
-    "vpmaddwd " x ", %%ymm0, %%ymm4\n\tvpmaddwd " x ", %%ymm1, %%ymm5\n\t"                \
+#define DI_VNNI_ROW(x, s0, s1) "%{vex%} vpdpwssd " x ", %%ymm0, " s0 "\n\t%{vex%} vpdpwssd " x ", %%ymm1, " s1 "\n\t"
+#define DI_PLAIN_ROW(x, s0, s1)                                         \
+    "vpmaddwd " x ", %%ymm0, %%ymm4\n\tvpmaddwd " x ", %%ymm1, %%ymm5\n\t" \
     "vpaddd %%ymm4, " s0 ", " s0 "\n\tvpaddd %%ymm5, " s1 ", " s1 "\n\t"
-#define DEEPINFER_BLOCK_SUMS4(ROW)                                                                                \
-    __asm__("1:\n\t"                                                                                             \
-            "vmovdqa (%[p]), %%ymm0\n\t"                                                                          \
-            "vmovdqa 32(%[p]), %%ymm1\n\t"                                                                        \
-            "vpbroadcastd (%[w]), %%ymm2\n\t"                                                                     \
-            "vpbroadcastd (%[w],%[b]), %%ymm3\n\t" ROW("%%ymm2", "%[s00]", "%[s01]") ROW("%%ymm3", "%[s10]", "%[s11]") \
-            "vpbroadcastd (%[w],%[b],2), %%ymm2\n\t"                                                              \
-            "vpbroadcastd (%[w3]), %%ymm3\n\t" ROW("%%ymm2", "%[s20]", "%[s21]") ROW("%%ymm3", "%[s30]", "%[s31]")    \
-            "add $64, %[p]\n\t"                                                                                   \
-            "add $4, %[w]\n\t"                                                                                    \
-            "add $4, %[w3]\n\t"                                                                                   \
-            "cmp %[end], %[p]\n\t"                                                                                \
-            "jne 1b"                                                                                               \
-            : [s00] "+x"(s[0][0]), [s01] "+x"(s[0][1]), [s10] "+x"(s[1][0]), [s11] "+x"(s[1][1]),                \
-              [s20] "+x"(s[2][0]), [s21] "+x"(s[2][1]), [s30] "+x"(s[3][0]), [s31] "+x"(s[3][1]), [p] "+r"(pairs), \
-              [w] "+r"(words), [w3] "+r"(words3)                                                                  \
-            : [b] "r"(stride), [end] "r"(end), "m"(*reinterpret_cast<const int16_t(*)[16 * 32]>(pairs))           \
-            : "ymm0", "ymm1", "ymm2", "ymm3", "ymm4", "ymm5", "cc", "memory")
-    if constexpr (Form::kVnni) DEEPINFER_BLOCK_SUMS4(DEEPINFER_VNNI_ROW);
-    else DEEPINFER_BLOCK_SUMS4(DEEPINFER_PLAIN_ROW);
-#undef DEEPINFER_BLOCK_SUMS4
-#undef DEEPINFER_PLAIN_ROW
-#undef DEEPINFER_VNNI_ROW
+#define DI_VNNI_CLOBBERS "ymm0", "ymm1", "ymm2", "ymm3", "cc", "memory"
+#define DI_PLAIN_CLOBBERS "ymm0", "ymm1", "ymm2", "ymm3", "ymm4", "ymm5", "cc", "memory"
+    // A pair's weights (bytes lo / hi of the chunk), then row r's broadcast at byte `off` of its pair and its products
+    // into the sums named set r 0 / set r 1.
+#define DI_WEIGHTS(lo, hi) "vmovdqa " lo "(%[p]), %%ymm0\n\tvmovdqa " hi "(%[p]), %%ymm1\n\t"
+#define DI_ROW0(ROW, off, set) "vpbroadcastd " off "(%[w]), %%ymm2\n\t" ROW("%%ymm2", "%[" #set "00]", "%[" #set "01]")
+#define DI_ROW1(ROW, off, set) \
+    "vpbroadcastd " off "(%[w],%[b]), %%ymm3\n\t" ROW("%%ymm3", "%[" #set "10]", "%[" #set "11]")
+#define DI_ROW2(ROW, off, set) \
+    "vpbroadcastd " off "(%[w],%[b],2), %%ymm2\n\t" ROW("%%ymm2", "%[" #set "20]", "%[" #set "21]")
+#define DI_ROW3(ROW, off, set) "vpbroadcastd " off "(%[w3]), %%ymm3\n\t" ROW("%%ymm3", "%[" #set "30]", "%[" #set "31]")
+#define DI_ROWS1(ROW, off, set) DI_ROW0(ROW, off, set)
+#define DI_ROWS2(ROW, off, set) DI_ROWS1(ROW, off, set) DI_ROW1(ROW, off, set)
+#define DI_ROWS3(ROW, off, set) DI_ROWS2(ROW, off, set) DI_ROW2(ROW, off, set)
+#define DI_ROWS4(ROW, off, set) DI_ROWS3(ROW, off, set) DI_ROW3(ROW, off, set)
+#define DI_OUT(set, v, r) [set##r##0] "+x"(v[r][0]), [set##r##1] "+x"(v[r][1])
+#define DI_OUTS1(set, v) DI_OUT(set, v, 0)
+#define DI_OUTS2(set, v) DI_OUTS1(set, v), DI_OUT(set, v, 1)
+#define DI_OUTS3(set, v) DI_OUTS2(set, v), DI_OUT(set, v, 2)
+#define DI_OUTS4(set, v) DI_OUTS3(set, v), DI_OUT(set, v, 3)
+#define DI_UNPAREN(...) __VA_ARGS__
+    // The loop over the block's pairs (pair_bytes of the panel and word_bytes of each row an iteration). Its reads are
+    // declared by the "memory" clobber: an operand per array would pass asm's limit of 30 with three rows' two sets.
+#define DI_SUMS_LOOP(body, pair_bytes, word_bytes, outputs, ...)                                                  \
+    __asm__("1:\n\t" body "add $" pair_bytes ", %[p]\n\tadd $" word_bytes ", %[w]\n\tcmp %[end], %[p]\n\tjne 1b" \
+            : DI_UNPAREN outputs, [p] "+r"(pairs), [w] "+r"(words)                                                \
+            : [b] "r"(stride), [end] "r"(end)                                                                     \
+            : __VA_ARGS__)
+    // Four rows: one pair an iteration into the sums s (a), stepping row 3's pointer too.
+#define DI_ONE_SET4(ROW, ...)                                                                                      \
+    DI_SUMS_LOOP(DI_WEIGHTS("", "32") DI_ROWS4(ROW, "", a) "add $4, %[w3]\n\t", "64", "4",                        \
+                 (DI_OUTS4(a, s), [w3] "+r"(words3)), __VA_ARGS__)
+    // Two pairs an iteration, the odd one into the sums t (b).
+#define DI_TWO_SETS(ROWS, OUTS)                                                                                   \
+    DI_SUMS_LOOP(DI_WEIGHTS("", "32") ROWS(DI_VNNI_ROW, "", a) DI_WEIGHTS("64", "96") ROWS(DI_VNNI_ROW, "4", b), \
+                 "128", "8", (OUTS(a, s), OUTS(b, t)), DI_VNNI_CLOBBERS)
+    // Plain, fewer than four rows: two pairs an iteration into the same sums (whose vpaddd chains wait one cycle).
+#define DI_TWO_PAIRS(ROWS, OUTS)                                                                                      \
+    DI_SUMS_LOOP(DI_WEIGHTS("", "32") ROWS(DI_PLAIN_ROW, "", a) DI_WEIGHTS("64", "96") ROWS(DI_PLAIN_ROW, "4", a), \
+                 "128", "8", (OUTS(a, s)), DI_PLAIN_CLOBBERS)
+    if constexpr (Form::kVnni && R < 4) {
+        __m256i t[R][2];
+        for (int r = 0; r < R; ++r) t[r][0] = t[r][1] = _mm256_setzero_si256();
+        if constexpr (R == 1) DI_TWO_SETS(DI_ROWS1, DI_OUTS1);
+        else if constexpr (R == 2) DI_TWO_SETS(DI_ROWS2, DI_OUTS2);
+        else DI_TWO_SETS(DI_ROWS3, DI_OUTS3);
+        for (int r = 0; r < R; ++r) {
+            s[r][0] = _mm256_add_epi32(s[r][0], t[r][0]);
+            s[r][1] = _mm256_add_epi32(s[r][1], t[r][1]);
+        }
+    } else if constexpr (Form::kVnni) {
+        DI_ONE_SET4(DI_VNNI_ROW, DI_VNNI_CLOBBERS);
+    } else if constexpr (R == 1) {
+        DI_TWO_PAIRS(DI_ROWS1, DI_OUTS1);
+    } else if constexpr (R == 2) {
+        DI_TWO_PAIRS(DI_ROWS2, DI_OUTS2);
+    } else if constexpr (R == 3) {
+        DI_TWO_PAIRS(DI_ROWS3, DI_OUTS3);
+    } else {
+        DI_ONE_SET4(DI_PLAIN_ROW, DI_PLAIN_CLOBBERS);
+    }
+#undef DI_TWO_PAIRS
+#undef DI_TWO_SETS
+#undef DI_ONE_SET4
+#undef DI_SUMS_LOOP
+#undef DI_UNPAREN
+#undef DI_OUTS4
+#undef DI_OUTS3
+#undef DI_OUTS2
+#undef DI_OUTS1
+#undef DI_OUT
+#undef DI_ROWS4
+#undef DI_ROWS3
+#undef DI_ROWS2
+#undef DI_ROWS1
+#undef DI_ROW3
+#undef DI_ROW2
+#undef DI_ROW1
+#undef DI_ROW0
+#undef DI_WEIGHTS
+#undef DI_PLAIN_CLOBBERS
+#undef DI_VNNI_CLOBBERS
+#undef DI_PLAIN_ROW
+#undef DI_VNNI_ROW
 }
 
 // Rows i0 .. i0 + R - 1 over all of k against the decoded group g: per block, int32 sums in registers (16
-// pairs of columns, two `vpmaddwd` and two `vpaddd` a row and pair; four rows in block_sums4), then each row's
+// pairs of columns, two `vpmaddwd` and two `vpaddd` a row and pair, in block_sums), then each row's
 // partial scaled into its accumulators in L1.
 // The first tile of a group also asks for the next group's codes into L2 (NextGroup). Form: PlainAvx2 or AvxVnni.
 // Out of line: the form's code stays in functions named with it (tests/ops/avx2_isa_check.py).
@@ -189,26 +254,7 @@ __attribute__((noinline)) void tile(const QuantGemmTask& t, const Panels& pn, in
         next.prefetch_block<Fp4Chunk::kChunks>(kb);
         const int16_t* pairs = pn.pairs + kb * 16 * 32;
         const uint8_t* words = row0 + panel.words + 64 * kb;
-        if constexpr (R == 4) block_sums4<Form>(pairs, words, panel.bytes, s);
-        else
-#pragma GCC unroll 2
-        for (int q = 0; q < 16; ++q) {
-            const __m256i w0 = _mm256_load_si256(reinterpret_cast<const __m256i*>(pairs + 32 * q));
-            const __m256i w1 = _mm256_load_si256(reinterpret_cast<const __m256i*>(pairs + 32 * q + 16));
-#pragma GCC unroll 8
-            for (int r = 0; r < R; ++r) {
-                int32_t pair;
-                std::memcpy(&pair, words + r * panel.bytes + 4 * q, 4);
-                const __m256i x = _mm256_set1_epi32(pair);
-                if constexpr (Form::kVnni) {
-                    s[r][0] = _mm256_dpwssd_avx_epi32(s[r][0], w0, x);
-                    s[r][1] = _mm256_dpwssd_avx_epi32(s[r][1], w1, x);
-                } else {
-                    s[r][0] = _mm256_add_epi32(s[r][0], _mm256_madd_epi16(w0, x));
-                    s[r][1] = _mm256_add_epi32(s[r][1], _mm256_madd_epi16(w1, x));
-                }
-            }
-        }
+        block_sums<R, Form>(pairs, words, panel.bytes, s);
         const __m256 sw0 = _mm256_load_ps(pn.sw + kb * 16), sw1 = _mm256_load_ps(pn.sw + kb * 16 + 8);
 #pragma GCC unroll 8
         for (int r = 0; r < R; ++r) {
