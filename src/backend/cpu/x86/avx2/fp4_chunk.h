@@ -9,6 +9,7 @@
 #include "backend/cpu/x86/avx2/avx2_common.h"
 #include "backend/cpu/x86/isa_ops.h"
 #include "backend/cpu/x86/x86_tables.h"
+#include "core/cpu_features.h"
 
 namespace deepinfer::backend::cpu::avx2 {
 
@@ -160,6 +161,12 @@ struct PlainAvx2 {
 struct AvxVnni {
     static constexpr bool kVnni = true;
 };
+// f(AvxVnni{}) where avx_vnni_enabled(), else f(PlainAvx2{}): the one place the kernels choose their form.
+template <class F>
+inline void with_form(F&& f) {
+    if (avx_vnni_enabled()) f(AvxVnni{});
+    else f(PlainAvx2{});
+}
 
 // The MXFP4 GEMV of one activation row in its integer form (t.n == 1, t.fp4_row set; gemv_fp4_int_avx2.cpp).
 void gemv_fp4_int(const QuantGemmTask& t);

@@ -22,7 +22,6 @@
 #include <cstdint>
 
 #include "backend/cpu/x86/avx2/fp4_planes.h"
-#include "core/cpu_features.h"
 
 namespace deepinfer::backend::cpu::avx2 {
 namespace {
@@ -138,8 +137,7 @@ __attribute__((noinline)) void rows_of_task(const QuantGemmTask& t) {
 }  // namespace
 
 void gemm_fp4_few_rows(const QuantGemmTask& t) {
-    if (avx_vnni_enabled()) rows_of_task<AvxVnni>(t);
-    else rows_of_task<PlainAvx2>(t);
+    with_form([&]<class Form>(Form) { rows_of_task<Form>(t); });
 }
 
 }  // namespace deepinfer::backend::cpu::avx2

@@ -23,7 +23,6 @@
 #include <cstring>
 
 #include "backend/cpu/x86/avx2/fp4_chunk.h"
-#include "core/cpu_features.h"
 
 namespace deepinfer::backend::cpu::avx2 {
 namespace {
@@ -294,12 +293,12 @@ void gemm_fp4_int(const QuantGemmTask& t) {
         for (int64_t i = 0; i < t.n; ++i) chain |= t.fp4_row[i * panel.bytes + panel.shift + kb] == kChainBlock;
         pn.needs_chain[kb] = chain;
     }
-    const bool vnni = avx_vnni_enabled();
-    for (int64_t g = 0; g < t.groups; ++g) {
-        decode_group(t, pn, g);
-        if (vnni) tiles_of_group<AvxVnni>(t, pn, g, next_group<Fp4Chunk>(t, g));
-        else tiles_of_group<PlainAvx2>(t, pn, g, next_group<Fp4Chunk>(t, g));
-    }
+    with_form([&]<class Form>(Form) {
+        for (int64_t g = 0; g < t.groups; ++g) {
+            decode_group(t, pn, g);
+            tiles_of_group<Form>(t, pn, g, next_group<Fp4Chunk>(t, g));
+        }
+    });
 }
 
 }  // namespace deepinfer::backend::cpu::avx2

@@ -26,7 +26,6 @@
 #include <cstring>
 
 #include "backend/cpu/x86/avx2/fp4_planes.h"
-#include "core/cpu_features.h"
 
 namespace deepinfer::backend::cpu::avx2 {
 namespace {
@@ -148,8 +147,7 @@ __attribute__((noinline)) void gemv_pairs(const QuantGemmTask& t) {
 
 // Pair by pair, a lone last group on its own.
 void gemv_fp4_int(const QuantGemmTask& t) {
-    if (avx_vnni_enabled()) gemv_pairs<AvxVnni>(t);
-    else gemv_pairs<PlainAvx2>(t);
+    with_form([&]<class Form>(Form) { gemv_pairs<Form>(t); });
 }
 
 }  // namespace deepinfer::backend::cpu::avx2
