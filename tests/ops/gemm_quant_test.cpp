@@ -411,6 +411,26 @@ TEST(GemmFp4, WideBlockWhoseChainRounds) {
     }
 }
 
+// A block whose integer sum lies between 2^23 and 2^24 (no fp32 partial sum rounds: the integer kernels take it)
+// with every v an int16: AVX2's panel GEMM meets the weights times 256 there, and must shift such a block's words
+// (Fp4PanelRow::shift) or its int32 sums would pass 2^31. Rows of 5-40: every tile size of that kernel.
+TEST(GemmFp4, BlockSumBetween2To23And2To24) {
+    Inputs in(13);
+    const int64_t k = 64, rows = 20;
+    std::vector<uint8_t> packed = in.bytes(rows * k / 2), wscales(rows * k / 32, 127);
+    for (int64_t r = 0; r < rows; ++r)
+        for (int64_t col = 0; col < 32; col += 2) packed[r * k / 2 + col / 2] = r % 2 ? 0x77 : 0xff;  // 6 or -6
+    const Fp4Matrix w{packed.data(), wscales.data(), rows, k};
+    for (int64_t n : {5, 6, 7, 16, 40}) {
+        std::vector<uint8_t> codes = in.e4m3_codes(n * k), ascales(n * 2, 127);
+        for (int64_t i = 0; i < n; ++i)
+            for (int64_t col = 0; col < 32; ++col)  // v = 8 (2^-8) once, 15 * 2^11 (480) 31 times: 952328
+                codes[i * k + col] = col == 7 ? 0x10 : i % 3 ? 0x6f : 0xef;
+        const Fp8Acts a{codes.data(), ascales.data(), n, k};
+        check_fp4(Shape{n, rows, k, 0}, a, w);
+    }
+}
+
 // gemm_fp4_grouped gives, for every GEMM of the group, exactly what gemm_fp4 gives on its own (every table,
 // prepared and canonical weights, 1-3 threads): GEMMs of different shapes and row counts, one crossing the
 // 64-row activation chunks, one sharing another's activations (as w1 and w3 do), one with no rows.

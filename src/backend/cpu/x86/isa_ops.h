@@ -19,8 +19,8 @@ inline constexpr int64_t kActRowChunk = 64;
 // How far ahead the read-bandwidth probe's prefetching pass (IsaOps::read_stream) requests lines into L2.
 inline constexpr size_t kProbeAheadBytes = 16384;
 // Scratch floats of a quantized GEMM task: decoded 16-row weight panels (an fp32 one: 16 k; AVX2's integer
-// MXFP4 GEMM adds an int16 one, 8 k, and a flag per block), the block scales (16 per 32 columns), accumulators
-// of kActRowChunk rows x 16 lanes, slack. (Dense GEMMs have their own: dense_scratch_floats.)
+// MXFP4 GEMM an int8 one, 4 k; AMX's MXFP4 GEMM keeps masks past 16 k), the block scales (16 per 32 columns),
+// accumulators of kActRowChunk rows x 16 lanes, slack. (Dense GEMMs have their own: dense_scratch_floats.)
 // Row groups per pass of the AVX-512 table's gemm_f32_bf16w on tiles (gemm_head_amx.cpp: one C tile each), and
 // the fewest weight rows for which prepare_bf16 makes the tiles (cpu_gemm.cpp).
 inline constexpr int64_t kBf16TilePassGroups = 4, kBf16TilesMinRows = 64;

@@ -40,6 +40,12 @@ struct Fp4Chunk {
         __m256i alo, ahi, blo, bhi;
         to_int8(p, alo, ahi);
         to_int8(p + 32, blo, bhi);
+        columns(alo, ahi, blo, bhi, f);
+    }
+    // f(j, rows 0-7, rows 8-15) for the 8 columns j of a chunk from its int8 form (to_int8 of each half: a* rows
+    // 0-7, b* rows 8-15).
+    template <class F>
+    static inline void columns(__m256i alo, __m256i ahi, __m256i blo, __m256i bhi, const F& f) {
         auto col = [](__m256i v, int byte) { return _mm256_cvtepi32_ps(_mm256_shuffle_epi8(v, top(byte))); };
         f(0, col(alo, 0), col(blo, 0));
         f(1, col(alo, 2), col(blo, 2));
@@ -129,9 +135,10 @@ inline void fp4_scales(const QuantGemmTask& t, int64_t g, int64_t kb, __m256& sw
 //   lows     [kb][32] int16: the bits the shift drops (v - (words << shift)), in column order
 //   unit     [kb] fp32: as Fp4RowLayout's
 //   lo_pairs [kb] uint16: bit q set when column 2q or 2q + 1 has low bits
-//   shift    [kb] uint8: the least shift that fits every v in an int16 (0..3), or kChainBlock when the integer
-//            sum might not be the fp32 chain's (12 * sum |v| >= 2^24: a partial sum could round) or the block
-//            holds a NaN code
+//   shift    [kb] uint8: the least shift that fits every v in an int16 and keeps 12 * 256 * sum |words| below
+//            2^31 (the panel's weights come times 256: gemm_fp4_int_avx2.cpp) (0..3), or kChainBlock when the
+//            integer sum might not be the fp32 chain's (12 * sum |v| >= 2^24: a partial sum could round) or the
+//            block holds a NaN code
 // Rows lie `bytes` apart (a multiple of 64).
 struct Fp4PanelRow {
     int64_t words, lows, unit, lo_pairs, shift, bytes;

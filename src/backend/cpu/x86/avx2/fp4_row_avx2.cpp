@@ -63,6 +63,9 @@ inline uint32_t pairs_of(uint32_t b) {
 
 // The largest sum of |v| whose block products no fp32 partial sum can round: 12 * sum < 2^24 (|2 w| <= 12).
 constexpr int kMaxChainSum = ((1 << 24) - 1) / 12;
+// The largest sum of |words| of a panel row's block: the panel GEMM's weights are 256 * 2 w (the int8 in the high
+// byte of an int16), and every partial sum of its int32 products must stay below 2^31.
+constexpr uint32_t kMaxPanelWordSum = ((uint32_t{1} << 31) - 1) / (256 * 12);
 
 // One row in the planes form (Fp4RowLayout) or, with kPanel, the panel GEMM's (Fp4PanelRow).
 template <bool kPanel>
@@ -131,10 +134,10 @@ void prep_row(const uint8_t* codes, int64_t k, uint8_t* out) {
                 vmax = _mm256_max_epu32(vmax, magnitude[c]);
                 vsum = _mm256_add_epi32(vsum, magnitude[c]);
             }
-            const uint32_t largest = hmax_epu32(vmax);
-            int shift = 0;
-            while ((largest >> shift) > 32767u) ++shift;
-            const bool chain = !_mm256_testz_si256(nan, nan) || hsum_epi32(vsum) > kMaxChainSum;
+            const uint32_t largest = hmax_epu32(vmax), total = static_cast<uint32_t>(hsum_epi32(vsum));
+            int shift = 0;  // (the sum of floor(|v| / 2^shift) is at most total >> shift)
+            while ((largest >> shift) > 32767u || (total >> shift) > kMaxPanelWordSum) ++shift;
+            const bool chain = !_mm256_testz_si256(nan, nan) || total > kMaxChainSum;
             out[panel.shift + kb] = chain ? kChainBlock : static_cast<uint8_t>(shift);
             const __m128i count = _mm_cvtsi32_si128(shift);
             uint32_t lo_pairs = 0;
