@@ -5,6 +5,7 @@
 #include <gtest/gtest.h>
 
 #include <algorithm>
+#include <cmath>
 #include <cstring>
 
 #include "backend/kernels.h"
@@ -408,6 +409,57 @@ TEST(GemmFp4, WideBlockWhoseChainRounds) {
         backend::ref::kernels().gemm_fp4(a, w, ref.data(), rows, pool);
         EXPECT_EQ(bf16_to_float(ref[0]), 0.0f) << "the reference's chain is expected to round the tie away";
         check_fp4(Shape{n, rows, k, 0}, a, w);
+    }
+}
+
+// Block scales and activation scales at the edges of fp32's range, where a product of scales leaves the normal
+// range: AVX2's panel GEMM takes the scales' product by adding exponents only where every product of the
+// reference's scaling stays normal (ExponentRange in gemm_fp4_int_avx2.cpp). Group 0 (scale code 26: 2^-126
+// with the values' 2^-25) meets 2^-67 in blocks 0 and 2 (the reference's product: 0); half of group 1 has code
+// 20 (a subnormal factor) in every block, so that block 1 (2^-132 * 2^73) makes its outputs. Half of a third
+// group has code 254, whose product with block 1's 2^73 is infinite (blocks 0 and 2 finite): there the SIMD
+// tables scale a block's sum by the product of its scales where the reference multiplies by one scale and then
+// the other (0 * inf: NaN, not 0), so those outputs are only checked to be non-finite where the reference's are
+// (and the same elsewhere).
+TEST(GemmFp4, ScaleProductsLeavingTheNormalRange) {
+    Inputs in(14);
+    const int64_t k = 96, rows = 48;
+    const std::vector<uint8_t> packed = in.bytes(rows * k / 2);
+    std::vector<uint8_t> wscales(rows * k / 32);
+    for (int64_t r = 0; r < rows; ++r)
+        for (int64_t kb = 0; kb < 3; ++kb)
+            wscales[r * 3 + kb] = r < 16 ? 26 : r < 24 ? 20 : r < 32 ? 127 : r < 40 ? 254 : 127;
+    const Fp4Matrix finite{packed.data(), wscales.data(), 32, k};
+    const Fp4Matrix overflowing{packed.data() + 32 * k / 2, wscales.data() + 32 * 3, 16, k};
+    for (int64_t n : {5, 16}) {
+        const std::vector<uint8_t> codes = in.e4m3_codes(n * k);
+        std::vector<uint8_t> ascales(n * 3);
+        for (int64_t i = 0; i < n; ++i) {
+            ascales[i * 3 + 0] = 60;  // 2^-67
+            ascales[i * 3 + 1] = 200;  // 2^73
+            ascales[i * 3 + 2] = 60;
+        }
+        const Fp8Acts a{codes.data(), ascales.data(), n, k};
+        check_fp4(Shape{n, 32, k, 0}, a, finite);
+        ThreadPool pool(1);
+        std::vector<bf16> ref(n * 16), out(n * 16);
+        backend::ref::kernels().gemm_fp4(a, overflowing, ref.data(), 16, pool);
+        for (const Kernels* table : simd_tables())
+            for (bool prepared : {false, true}) {
+                SCOPED_TRACE(std::string(isa_name(table->isa)) + (prepared ? " prepared" : " canonical"));
+                PackedWeight pw;
+                Fp4Matrix wt = overflowing;
+                if (prepared) table->prepare_fp4(overflowing, &pw, pool), wt.prepared = &pw;
+                table->gemm_fp4(a, wt, out.data(), 16, pool);
+                int64_t infinite = 0;
+                for (int64_t e = 0; e < n * 16; ++e) {
+                    const float r = bf16_to_float(ref[e]), o = bf16_to_float(out[e]);
+                    infinite += !std::isfinite(r);
+                    if (std::isfinite(r)) EXPECT_EQ(r, o) << "output " << e;
+                    else EXPECT_FALSE(std::isfinite(o)) << "output " << e << ": " << o;
+                }
+                EXPECT_GE(infinite, n * 8) << "the code 254 rows' outputs are expected to overflow";
+            }
     }
 }
 

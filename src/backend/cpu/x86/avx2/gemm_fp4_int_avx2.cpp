@@ -19,6 +19,7 @@
 // With AVX-VNNI (fp4_chunk.h AvxVnni) a row's `vpmaddwd` and `vpaddd` are one vpdpwssd, the same sums.
 #include <immintrin.h>
 
+#include <algorithm>
 #include <bit>
 #include <cstdint>
 #include <cstring>
@@ -32,7 +33,11 @@ namespace {
 struct Panels {
     uint8_t* codes;  // [k / 32][chunk c][lo rows 0-7, lo rows 8-15, hi rows 0-7, hi rows 8-15][32]: Fp4Chunk::to_int8
     float* sw;       // [k / 32][16]: the block scales times Fp4Chunk::kValueScale
+    int32_t* sw_exponents;  // [k / 32][16]: bits(sw) - kExponentBias, for scale_by_exponents
 };
+// What scale_by_exponents subtracts from the sum of three powers' bits (the block scale, the row's unit times 2^-8
+// and the activation scale): the biases of two exponents and the 8 of the 256.
+constexpr int32_t kExponentBias = (127 + 127 + 8) << 23;
 // Bytes of a block in Panels::codes.
 constexpr int64_t kPanelBlockBytes = 512;
 
@@ -41,8 +46,17 @@ Panels panels_of(const QuantGemmTask& t) {
     Panels p;
     p.codes = reinterpret_cast<uint8_t*>(base);
     p.sw = base + t.k / 32 * kPanelBlockBytes / 4;
+    p.sw_exponents = reinterpret_cast<int32_t*>(p.sw + t.k / 2);
     return p;
 }
+
+// Which activation scales a group's blocks take by exponent arithmetic (scale_by_exponents): those whose
+// biased exponent e, and e + that of the row's unit times 2^-8 (2^-8 * 2^(e0 + 14)), lie in [lo, hi], which
+// keeps every product of the reference's scaling in the normal range. None where a block scale is not a normal
+// power of two (scale codes 0-25 or 255).
+struct ExponentRange {
+    int32_t lo = 1, hi = 0;
+};
 
 // Row group g into the panel: each 32-byte half chunk (8 rows, dword r = row r's 8 codes: low nibbles columns
 // 0, 4, 1, 5, high nibbles 2, 6, 3, 7; packing.h) as 2 w in int8 (Fp4Chunk::to_int8), two vectors a half.
@@ -50,11 +64,13 @@ Panels panels_of(const QuantGemmTask& t) {
 // 0 (1) and the high byte column 4 (5); a shift left by 8 gives 256 * the first, a mask the second (and the
 // same for 2, 3 / 6, 7 of the high-nibble one). A panel of int16 pairs decoded here was twice the bytes to store
 // in L2 and to read back per tile of rows, and its decode took 16-21% of the GEMM's time at 16 rows.
-void decode_group(const QuantGemmTask& t, const Panels& pn, int64_t g) {
+ExponentRange decode_group(const QuantGemmTask& t, const Panels& pn, int64_t g) {
     const int64_t kb_count = t.k / 32;
     const PackedGroup pg = packed_group(g, t.groups, kb_count, Fp4Chunk::kBlockBytes, kPackedChunkBytes);
     const uint8_t* codes = t.codes + pg.offset;
     const __m256 f = _mm256_set1_ps(Fp4Chunk::kValueScale);
+    const __m256i bias = _mm256_set1_epi32(kExponentBias);
+    __m256i emin = _mm256_set1_epi32(255), emax = _mm256_setzero_si256();  // biased exponents of the scales times f
     for (int64_t kb = 0; kb < kb_count; ++kb) {
 #pragma GCC unroll 4
         for (int c = 0; c < Fp4Chunk::kChunks; ++c) {
@@ -70,9 +86,29 @@ void decode_group(const QuantGemmTask& t, const Panels& pn, int64_t g) {
         }
         __m256 sw0, sw1;
         fp4_scales(t, g, kb, sw0, sw1);
-        _mm256_store_ps(pn.sw + kb * 16, _mm256_mul_ps(sw0, f));
-        _mm256_store_ps(pn.sw + kb * 16 + 8, _mm256_mul_ps(sw1, f));
+        sw0 = _mm256_mul_ps(sw0, f);
+        sw1 = _mm256_mul_ps(sw1, f);
+        _mm256_store_ps(pn.sw + kb * 16, sw0);
+        _mm256_store_ps(pn.sw + kb * 16 + 8, sw1);
+        const __m256i b0 = _mm256_castps_si256(sw0), b1 = _mm256_castps_si256(sw1);
+        _mm256_store_si256(reinterpret_cast<__m256i*>(pn.sw_exponents + kb * 16), _mm256_sub_epi32(b0, bias));
+        _mm256_store_si256(reinterpret_cast<__m256i*>(pn.sw_exponents + kb * 16 + 8), _mm256_sub_epi32(b1, bias));
+        // (a NaN, infinite or subnormal scale, or a mantissa, leaves [1, 254] or the bits of a power: not plain)
+        const __m256i e0 = _mm256_srli_epi32(b0, 23), e1 = _mm256_srli_epi32(b1, 23);
+        emin = _mm256_min_epu32(emin, _mm256_min_epu32(e0, e1));
+        emax = _mm256_max_epu32(emax, _mm256_max_epu32(e0, e1));
     }
+    alignas(32) uint32_t lo[8], hi[8];
+    _mm256_store_si256(reinterpret_cast<__m256i*>(lo), emin);
+    _mm256_store_si256(reinterpret_cast<__m256i*>(hi), emax);
+    int32_t smallest = 255, largest = 0;
+    for (int e = 0; e < 8; ++e) {
+        smallest = std::min(smallest, static_cast<int32_t>(lo[e]));
+        largest = std::max(largest, static_cast<int32_t>(hi[e]));
+    }
+    if (!t.plain_scales || smallest < 1 || largest > 254) return {};
+    // e + (scale exponent - 127) in [1, 254] for every scale of the group
+    return {std::max(1, 128 - smallest), std::min(254, 381 - largest)};
 }
 
 // The fp32 panel kernel's block partial for one row (gemm_quant_avx2.cpp panel_tile): FMAs in column order, on the
@@ -108,39 +144,47 @@ inline void panel_pair(const uint8_t* block, int q, __m256i& w0, __m256i& w1) {
     }
 }
 
-// Row r's partial of block kb from its int32 sums (s0: rows 0-7, s1: rows 8-15): 256 times the sum of the words'
-// products (and its lows' ones, kept apart: 256 * the block's sum may pass 2^31; as floats both sums and their
-// total are exact, 256 * |sum| < 2^32 with at most 24 significant bits).
-inline void finish_row(const uint8_t* row, const Fp4PanelRow& panel, const Panels& pn, const float* a, int64_t kb,
-                       __m256i s0, __m256i s1, __m256& p0, __m256& p1) {
-    const uint8_t shift = row[panel.shift + kb];
-    const uint8_t* block = pn.codes + kb * kPanelBlockBytes;
-    if (shift == kChainBlock) return chain_block(block, a + kb * 32, p0, p1);
-    __m256 f0 = _mm256_cvtepi32_ps(s0), f1 = _mm256_cvtepi32_ps(s1);
-    if (shift != 0) {
-        // v = (words << shift) + lows, the lows in few pairs (the small values of a wide block)
-        __m256i l0 = _mm256_setzero_si256(), l1 = l0;
-        uint16_t lo_pairs;
-        std::memcpy(&lo_pairs, row + panel.lo_pairs + 2 * kb, 2);
-        for (uint32_t m = lo_pairs; m != 0; m &= m - 1) {
-            const int q = std::countr_zero(m);
-            int32_t pair;
-            std::memcpy(&pair, row + panel.lows + 64 * kb + 4 * q, 4);
-            const __m256i x = _mm256_set1_epi32(pair);
-            __m256i w0, w1;
-            panel_pair(block, q, w0, w1);
-            l0 = _mm256_add_epi32(l0, _mm256_madd_epi16(w0, x));
-            l1 = _mm256_add_epi32(l1, _mm256_madd_epi16(w1, x));
-        }
-        const __m256 times = _mm256_set1_ps(static_cast<float>(1 << shift));
-        f0 = _mm256_fmadd_ps(f0, times, _mm256_cvtepi32_ps(l0));
-        f1 = _mm256_fmadd_ps(f1, times, _mm256_cvtepi32_ps(l1));
+// Row r's block sum from its int32 sums (s0: rows 0-7, s1: rows 8-15) as floats: 256 times the integer sum of
+// the block's products (the words' and their lows', kept apart: 256 * the block's sum may pass 2^31; as floats both
+// sums and their total are exact, 256 * |sum| < 2^32 with at most 24 significant bits).
+inline void joined_sums(const uint8_t* row, const Fp4PanelRow& panel, const uint8_t* block, int64_t kb, int shift,
+                        __m256i s0, __m256i s1, __m256& f0, __m256& f1) {
+    f0 = _mm256_cvtepi32_ps(s0);
+    f1 = _mm256_cvtepi32_ps(s1);
+    if (shift == 0) return;
+    // v = (words << shift) + lows, the lows in few pairs (the small values of a wide block)
+    __m256i l0 = _mm256_setzero_si256(), l1 = l0;
+    uint16_t lo_pairs;
+    std::memcpy(&lo_pairs, row + panel.lo_pairs + 2 * kb, 2);
+    for (uint32_t m = lo_pairs; m != 0; m &= m - 1) {
+        const int q = std::countr_zero(m);
+        int32_t pair;
+        std::memcpy(&pair, row + panel.lows + 64 * kb + 4 * q, 4);
+        const __m256i x = _mm256_set1_epi32(pair);
+        __m256i w0, w1;
+        panel_pair(block, q, w0, w1);
+        l0 = _mm256_add_epi32(l0, _mm256_madd_epi16(w0, x));
+        l1 = _mm256_add_epi32(l1, _mm256_madd_epi16(w1, x));
     }
-    float unit;
-    std::memcpy(&unit, row + panel.unit + 4 * kb, 4);
-    const __m256 u = _mm256_set1_ps(unit * 0x1p-8f);  // (exact: a power of two far above 2^-126)
-    p0 = _mm256_mul_ps(f0, u);
-    p1 = _mm256_mul_ps(f1, u);
+    const __m256 times = _mm256_set1_ps(static_cast<float>(1 << shift));
+    f0 = _mm256_fmadd_ps(f0, times, _mm256_cvtepi32_ps(l0));
+    f1 = _mm256_fmadd_ps(f1, times, _mm256_cvtepi32_ps(l1));
+}
+
+// acc[16] += f * (sw * 2^-8 * unit * sa) for a row's joined sums f, with the three powers' product made by adding
+// their bits (sa_unit: bits(sa) + bits(unit)) to the block's sw_exponents: two vpaddd for the three vmulps of
+// the reference's scaling (p = S * unit, then scale_into's p * ((sw * f) * sa)), which share the multiplier with
+// vpdpwssd (8 vpdpwssd and 4 vmulps: 6 cycles where 8 alone take 4, Zen 5). The same bits: where ExponentRange
+// admits the row, each of those products is exact (a power of two times a normal float, normal), so one fma of
+// f by sw * 2^-8 * unit * sa rounds the same exact product as the reference's.
+inline void scale_by_exponents(float* acc, __m256 f0, __m256 f1, const int32_t* sw_exponents, int32_t sa_unit) {
+    const __m256i c = _mm256_set1_epi32(sa_unit);
+    const __m256 y0 = _mm256_castsi256_ps(
+        _mm256_add_epi32(c, _mm256_load_si256(reinterpret_cast<const __m256i*>(sw_exponents))));
+    const __m256 y1 = _mm256_castsi256_ps(
+        _mm256_add_epi32(c, _mm256_load_si256(reinterpret_cast<const __m256i*>(sw_exponents + 8))));
+    _mm256_store_ps(acc, _mm256_fmadd_ps(f0, y0, _mm256_load_ps(acc)));
+    _mm256_store_ps(acc + 8, _mm256_fmadd_ps(f1, y1, _mm256_load_ps(acc + 8)));
 }
 
 // R (1-4) rows' int32 sums of one block: s[r][0] / s[r][1] (weight rows 0-7 / 8-15) += the products of its 16 pairs
@@ -252,8 +296,8 @@ __attribute__((always_inline)) inline void block_sums(const uint8_t* block, cons
 // The first tile of a group also asks for the next group's codes into L2 (NextGroup). Form: PlainAvx2 or AvxVnni.
 // Out of line: the form's code stays in functions named with it (tests/ops/avx2_isa_check.py).
 template <int R, class Form>
-__attribute__((noinline)) void tile(const QuantGemmTask& t, const Panels& pn, int64_t g, int64_t i0,
-                                    const NextGroup& next) {
+__attribute__((noinline)) void tile(const QuantGemmTask& t, const Panels& pn, const ExponentRange& range, int64_t g,
+                                    int64_t i0, const NextGroup& next) {
     const int64_t kb_count = t.k / 32;
     const Fp4PanelRow panel = fp4_panel_row(kb_count);
     const uint8_t* row0 = t.fp4_row + i0 * panel.bytes;
@@ -267,12 +311,30 @@ __attribute__((noinline)) void tile(const QuantGemmTask& t, const Panels& pn, in
         next.prefetch_block<Fp4Chunk::kChunks>(kb);
         const uint8_t* words = row0 + panel.words + 64 * kb;
         block_sums<R, Form>(pn.codes + kb * kPanelBlockBytes, words, panel.bytes, s);
+        const uint8_t* block = pn.codes + kb * kPanelBlockBytes;
         const __m256 sw0 = _mm256_load_ps(pn.sw + kb * 16), sw1 = _mm256_load_ps(pn.sw + kb * 16 + 8);
 #pragma GCC unroll 8
         for (int r = 0; r < R; ++r) {
+            const uint8_t* row = row0 + r * panel.bytes;
+            const int shift = row[panel.shift + kb];
+            const float sa = t.act_scales[(i0 + r) * kb_count + kb];
             __m256 p0, p1;
-            finish_row(row0 + r * panel.bytes, panel, pn, a + r * t.k, kb, s[r][0], s[r][1], p0, p1);
-            scale_into(acc + 16 * r, p0, p1, sw0, sw1, t.act_scales[(i0 + r) * kb_count + kb]);
+            if (shift == kChainBlock) {
+                chain_block(block, a + r * t.k + kb * 32, p0, p1);
+                scale_into(acc + 16 * r, p0, p1, sw0, sw1, sa);
+                continue;
+            }
+            joined_sums(row, panel, block, kb, shift, s[r][0], s[r][1], p0, p1);
+            int32_t unit;
+            std::memcpy(&unit, row + panel.unit + 4 * kb, 4);
+            const auto sa_bits = std::bit_cast<int32_t>(sa);
+            const int32_t e = sa_bits >> 23 & 0xff, unit_e = (unit >> 23) - 135;  // (unit * 2^-8 = 2^unit_e, >= 2^7)
+            if (e >= range.lo && e + unit_e <= range.hi) {
+                scale_by_exponents(acc + 16 * r, p0, p1, pn.sw_exponents + kb * 16, sa_bits + unit);
+                continue;
+            }
+            const __m256 u = _mm256_set1_ps(std::bit_cast<float>(unit) * 0x1p-8f);  // (exact: a power of two)
+            scale_into(acc + 16 * r, _mm256_mul_ps(p0, u), _mm256_mul_ps(p1, u), sw0, sw1, sa);
         }
     }
 #pragma GCC unroll 8
@@ -284,13 +346,14 @@ __attribute__((noinline)) void tile(const QuantGemmTask& t, const Panels& pn, in
 constexpr int kTileRows = 4;
 
 template <class Form>
-void tiles_of_group(const QuantGemmTask& t, const Panels& pn, int64_t g, NextGroup next) {
+void tiles_of_group(const QuantGemmTask& t, const Panels& pn, const ExponentRange& range, int64_t g,
+                    NextGroup next) {
     int64_t i = 0;
-    for (; i + kTileRows <= t.n; i += kTileRows, next = NextGroup{}) tile<kTileRows, Form>(t, pn, g, i, next);
+    for (; i + kTileRows <= t.n; i += kTileRows, next = NextGroup{}) tile<kTileRows, Form>(t, pn, range, g, i, next);
     switch (t.n - i) {
-        case 3: tile<3, Form>(t, pn, g, i, next); break;
-        case 2: tile<2, Form>(t, pn, g, i, next); break;
-        case 1: tile<1, Form>(t, pn, g, i, next); break;
+        case 3: tile<3, Form>(t, pn, range, g, i, next); break;
+        case 2: tile<2, Form>(t, pn, range, g, i, next); break;
+        case 1: tile<1, Form>(t, pn, range, g, i, next); break;
         default: break;
     }
 }
@@ -301,8 +364,8 @@ void gemm_fp4_int(const QuantGemmTask& t) {
     const Panels pn = panels_of(t);
     with_form([&]<class Form>(Form) {
         for (int64_t g = 0; g < t.groups; ++g) {
-            decode_group(t, pn, g);
-            tiles_of_group<Form>(t, pn, g, next_group<Fp4Chunk>(t, g));
+            const ExponentRange range = decode_group(t, pn, g);
+            tiles_of_group<Form>(t, pn, range, g, next_group<Fp4Chunk>(t, g));
         }
     });
 }
