@@ -37,7 +37,7 @@ struct Panels {
 };
 // What scale_by_exponents subtracts from the sum of three powers' bits (the block scale, the row's unit times 2^-8
 // and the activation scale): the biases of two exponents and the 8 of the 256.
-constexpr int32_t kExponentBias = (127 + 127 + 8) << 23;
+constexpr auto kExponentBias = static_cast<int32_t>(uint32_t{127 + 127 + 8} << 23);  // (wraps to negative)
 // Bytes of a block in Panels::codes.
 constexpr int64_t kPanelBlockBytes = 512;
 
@@ -330,7 +330,8 @@ __attribute__((noinline)) void tile(const QuantGemmTask& t, const Panels& pn, co
             const auto sa_bits = std::bit_cast<int32_t>(sa);
             const int32_t e = sa_bits >> 23 & 0xff, unit_e = (unit >> 23) - 135;  // (unit * 2^-8 = 2^unit_e, >= 2^7)
             if (e >= range.lo && e + unit_e <= range.hi) {
-                scale_by_exponents(acc + 16 * r, p0, p1, pn.sw_exponents + kb * 16, sa_bits + unit);
+                const uint32_t sa_unit = std::bit_cast<uint32_t>(sa) + static_cast<uint32_t>(unit);  // (wraps)
+                scale_by_exponents(acc + 16 * r, p0, p1, pn.sw_exponents + kb * 16, static_cast<int32_t>(sa_unit));
                 continue;
             }
             const __m256 u = _mm256_set1_ps(std::bit_cast<float>(unit) * 0x1p-8f);  // (exact: a power of two)
