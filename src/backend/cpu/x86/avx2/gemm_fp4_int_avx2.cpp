@@ -93,7 +93,7 @@ ExponentRange decode_group(const QuantGemmTask& t, const Panels& pn, int64_t g) 
         const __m256i b0 = _mm256_castps_si256(sw0), b1 = _mm256_castps_si256(sw1);
         _mm256_store_si256(reinterpret_cast<__m256i*>(pn.sw_exponents + kb * 16), _mm256_sub_epi32(b0, bias));
         _mm256_store_si256(reinterpret_cast<__m256i*>(pn.sw_exponents + kb * 16 + 8), _mm256_sub_epi32(b1, bias));
-        // (a NaN, infinite or subnormal scale, or a mantissa, leaves [1, 254] or the bits of a power: not plain)
+        // (biased exponents: 0 for a subnormal product, 255 for an infinite or NaN one; plain_scales: powers of two)
         const __m256i e0 = _mm256_srli_epi32(b0, 23), e1 = _mm256_srli_epi32(b1, 23);
         emin = _mm256_min_epu32(emin, _mm256_min_epu32(e0, e1));
         emax = _mm256_max_epu32(emax, _mm256_max_epu32(e0, e1));
