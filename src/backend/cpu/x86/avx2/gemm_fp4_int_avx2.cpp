@@ -129,7 +129,7 @@ __attribute__((noinline)) void chain_block(const uint8_t* block, const float* a,
     p1 = q1;
 }
 
-// The pair of columns q (2q, 2q + 1) of a block's panel, times 256, as int16 pairs (s0: rows 0-7, s1: rows 8-15).
+// The pair of columns q (2q, 2q + 1) of a block's panel, times 256, as int16 pairs (w0: rows 0-7, w1: rows 8-15).
 inline void panel_pair(const uint8_t* block, int q, __m256i& w0, __m256i& w1) {
     // pair q = 4c + i: chunk c's low-nibble vectors for i = 0 (shifted) and 2 (masked), high-nibble ones for 1 and 3
     const auto* v = reinterpret_cast<const __m256i*>(block + q / 4 * 128 + (q % 2) * 64);
