@@ -29,6 +29,20 @@ struct NextGroup {
     }
 };
 
+// The least / greatest of 8 unsigned dwords.
+inline uint32_t hmin_epu32(__m256i v) {
+    v = _mm256_min_epu32(v, _mm256_permute2x128_si256(v, v, 1));
+    v = _mm256_min_epu32(v, _mm256_shuffle_epi32(v, 0x4e));
+    v = _mm256_min_epu32(v, _mm256_shuffle_epi32(v, 0xb1));
+    return static_cast<uint32_t>(_mm256_cvtsi256_si32(v));
+}
+inline uint32_t hmax_epu32(__m256i v) {
+    v = _mm256_max_epu32(v, _mm256_permute2x128_si256(v, v, 1));
+    v = _mm256_max_epu32(v, _mm256_shuffle_epi32(v, 0x4e));
+    v = _mm256_max_epu32(v, _mm256_shuffle_epi32(v, 0xb1));
+    return static_cast<uint32_t>(_mm256_cvtsi256_si32(v));
+}
+
 inline __m256 from_bf16(__m128i v) { return _mm256_castsi256_ps(_mm256_slli_epi32(_mm256_cvtepu16_epi32(v), 16)); }
 inline __m256 load_bf16(const uint16_t* p) { return from_bf16(_mm_loadu_si128(reinterpret_cast<const __m128i*>(p))); }
 

@@ -15,20 +15,6 @@
 namespace deepinfer::backend::cpu::avx2 {
 namespace {
 
-inline uint32_t hmin_epu32(__m256i v) {
-    v = _mm256_min_epu32(v, _mm256_permute2x128_si256(v, v, 1));
-    v = _mm256_min_epu32(v, _mm256_shuffle_epi32(v, 0x4e));
-    v = _mm256_min_epu32(v, _mm256_shuffle_epi32(v, 0xb1));
-    return static_cast<uint32_t>(_mm256_cvtsi256_si32(v));
-}
-
-inline uint32_t hmax_epu32(__m256i v) {
-    v = _mm256_max_epu32(v, _mm256_permute2x128_si256(v, v, 1));
-    v = _mm256_max_epu32(v, _mm256_shuffle_epi32(v, 0x4e));
-    v = _mm256_max_epu32(v, _mm256_shuffle_epi32(v, 0xb1));
-    return static_cast<uint32_t>(_mm256_cvtsi256_si32(v));
-}
-
 inline int hsum_epi32(__m256i v) {
     v = _mm256_add_epi32(v, _mm256_permute2x128_si256(v, v, 1));
     v = _mm256_add_epi32(v, _mm256_shuffle_epi32(v, 0x4e));

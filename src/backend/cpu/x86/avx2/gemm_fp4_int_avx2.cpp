@@ -98,14 +98,7 @@ ExponentRange decode_group(const QuantGemmTask& t, const Panels& pn, int64_t g) 
         emin = _mm256_min_epu32(emin, _mm256_min_epu32(e0, e1));
         emax = _mm256_max_epu32(emax, _mm256_max_epu32(e0, e1));
     }
-    alignas(32) uint32_t lo[8], hi[8];
-    _mm256_store_si256(reinterpret_cast<__m256i*>(lo), emin);
-    _mm256_store_si256(reinterpret_cast<__m256i*>(hi), emax);
-    int32_t smallest = 255, largest = 0;
-    for (int e = 0; e < 8; ++e) {
-        smallest = std::min(smallest, static_cast<int32_t>(lo[e]));
-        largest = std::max(largest, static_cast<int32_t>(hi[e]));
-    }
+    const auto smallest = static_cast<int32_t>(hmin_epu32(emin)), largest = static_cast<int32_t>(hmax_epu32(emax));
     if (!t.plain_scales || smallest < 1 || largest > 254) return {};
     // e + (scale exponent - 127) in [1, 254] for every scale of the group
     return {std::max(1, 128 - smallest), std::min(254, 381 - largest)};
@@ -177,12 +170,11 @@ inline void joined_sums(const uint8_t* row, const Fp4PanelRow& panel, const uint
 // vpdpwssd (8 vpdpwssd and 4 vmulps: 6 cycles where 8 alone take 4, Zen 5). The same bits: where ExponentRange
 // admits the row, each of those products is exact (a power of two times a normal float, normal), so one fma of
 // f by sw * 2^-8 * unit * sa rounds the same exact product as the reference's.
-inline void scale_by_exponents(float* acc, __m256 f0, __m256 f1, const int32_t* sw_exponents, int32_t sa_unit) {
+inline void scale_by_exponents(float* acc, __m256 f0, __m256 f1, __m256i sw_exponents0, __m256i sw_exponents1,
+                               int32_t sa_unit) {
     const __m256i c = _mm256_set1_epi32(sa_unit);
-    const __m256 y0 = _mm256_castsi256_ps(
-        _mm256_add_epi32(c, _mm256_load_si256(reinterpret_cast<const __m256i*>(sw_exponents))));
-    const __m256 y1 = _mm256_castsi256_ps(
-        _mm256_add_epi32(c, _mm256_load_si256(reinterpret_cast<const __m256i*>(sw_exponents + 8))));
+    const __m256 y0 = _mm256_castsi256_ps(_mm256_add_epi32(c, sw_exponents0));
+    const __m256 y1 = _mm256_castsi256_ps(_mm256_add_epi32(c, sw_exponents1));
     _mm256_store_ps(acc, _mm256_fmadd_ps(f0, y0, _mm256_load_ps(acc)));
     _mm256_store_ps(acc + 8, _mm256_fmadd_ps(f1, y1, _mm256_load_ps(acc + 8)));
 }
@@ -313,6 +305,8 @@ __attribute__((noinline)) void tile(const QuantGemmTask& t, const Panels& pn, co
         block_sums<R, Form>(pn.codes + kb * kPanelBlockBytes, words, panel.bytes, s);
         const uint8_t* block = pn.codes + kb * kPanelBlockBytes;
         const __m256 sw0 = _mm256_load_ps(pn.sw + kb * 16), sw1 = _mm256_load_ps(pn.sw + kb * 16 + 8);
+        const auto* exponents = reinterpret_cast<const __m256i*>(pn.sw_exponents + kb * 16);
+        const __m256i e0 = _mm256_load_si256(exponents), e1 = _mm256_load_si256(exponents + 1);
 #pragma GCC unroll 8
         for (int r = 0; r < R; ++r) {
             const uint8_t* row = row0 + r * panel.bytes;
@@ -331,7 +325,7 @@ __attribute__((noinline)) void tile(const QuantGemmTask& t, const Panels& pn, co
             const int32_t e = sa_bits >> 23 & 0xff, unit_e = (unit >> 23) - 135;  // (unit * 2^-8 = 2^unit_e, >= 2^7)
             if (e >= range.lo && e + unit_e <= range.hi) {
                 const uint32_t sa_unit = std::bit_cast<uint32_t>(sa) + static_cast<uint32_t>(unit);  // (wraps)
-                scale_by_exponents(acc + 16 * r, p0, p1, pn.sw_exponents + kb * 16, static_cast<int32_t>(sa_unit));
+                scale_by_exponents(acc + 16 * r, p0, p1, e0, e1, static_cast<int32_t>(sa_unit));
                 continue;
             }
             const __m256 u = _mm256_set1_ps(std::bit_cast<float>(unit) * 0x1p-8f);  // (exact: a power of two)
