@@ -7,6 +7,8 @@
 #   tests   ctest -L "ops|model" (kernel tables against the reference, row invariance, goldens, engine
 #           invariants) on this CPU's tables; the golden scripts need python3 with numpy
 #   incache bench-ops --in-cache (one core's ceilings, thread CPU time)
+#   threads bench-ops --thread-profile of the prefill GEMMs (n = 64 256) on all threads and on half of them: where
+#           each call's thread time goes (parallel work, shared activation preparation, balance, hand-off)
 #   tools/portable_bundle/run.sh BUNDLE [STAGE...]
 set -uo pipefail
 BUNDLE=${1:?usage: run.sh BUNDLE [STAGE...]}
@@ -68,6 +70,13 @@ for stage in ${@:-bench decode tests}; do
       stamp bench-ops --in-cache
       "$D" bench-ops --in-cache --rows 1 16 64 256 --iters 3 > "$OUT/incache.log" 2>&1
       grep -v "^\[" "$OUT/incache.log" ;;
+    threads)
+      for t in $(nproc) $(( $(nproc) / 2 )); do
+        stamp "bench-ops --thread-profile, $t threads"
+        "$D" bench-ops --threads "$t" --rows 64 256 --iters 3 --only gemm_ --thread-profile \
+          --json "$OUT/threads_$t.json" > "$OUT/threads_$t.log" 2>&1
+        grep -v "^\[" "$OUT/threads_$t.log"
+      done ;;
     *) echo "unknown stage $stage" >&2; exit 2 ;;
   esac
 done

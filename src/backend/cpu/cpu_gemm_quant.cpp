@@ -3,11 +3,13 @@
 // in items of kActRowChunk rows (kTileItemRows for fp8 on AMX tiles), each made ready in the forms the ISA's
 // kernels read -- by each thread for itself, or once for all threads where they have few weight rows each.
 #include <algorithm>
+#include <chrono>
 #include <cstring>
 #include <vector>
 
 #include "backend/cpu/drivers.h"
 #include "backend/cpu/packing.h"
+#include "backend/cpu/thread_profile.h"
 #include "core/check.h"
 
 namespace deepinfer::backend::cpu {
@@ -287,6 +289,8 @@ size_t QuantGemmCall::prepare_shared_wave(size_t first_unit) {
     size_t end_unit = units.size();
     while (end_unit > first_unit && units[end_unit - 1].item >= item) --end_unit;
     for (int b = 0; b < 5; ++b) sh.buffers[b].ensure(bytes[b]);
+    const bool profiling = thread_profiling();
+    const auto start = profiling ? std::chrono::steady_clock::now() : std::chrono::steady_clock::time_point{};
     pool_.parallel_for(sh.slices.size(), [&](size_t c0, size_t c1, int) {
         for (size_t c = c0; c < c1; ++c) {
             SharedActs::Slice& slice = sh.slices[c];
@@ -294,6 +298,7 @@ size_t QuantGemmCall::prepare_shared_wave(size_t first_unit) {
             slice.tile_ok = prepare_rows(items[static_cast<size_t>(set.item)], slice.r0, slice.r1, sh.ready(set));
         }
     });
+    if (profiling) record_shared_acts(std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count());
     for (SharedActs::Set& set : sh.sets) set.tile_ok = true;
     for (const SharedActs::Slice& slice : sh.slices) sh.sets[static_cast<size_t>(slice.set)].tile_ok &= slice.tile_ok;
     return end_unit;
