@@ -17,6 +17,7 @@
 #include "engine/parallel_setup.h"
 #include "model/model.h"
 #include "model/roofline.h"
+#include "core/thread_profile.h"
 #include "ops/op_profile.h"
 #include "tiny/default_model.h"
 #include "tools/commands.h"
@@ -29,7 +30,7 @@ struct Options {
     EngineConfig engine;
     int64_t context = 512;
     int batch = 1, steps = 8, rounds = 5;
-    bool json = false, op_profile = false;
+    bool json = false, op_profile = false, thread_profile = false;
 };
 
 // Read bandwidth of all threads over `buffer` (far larger than the caches, every page written), with the
@@ -49,6 +50,7 @@ struct Round {
     double step_seconds = 0;
     model::ForwardProfile profile;
     std::vector<ops::OpStat> ops;  // --op-profile: the round's linears
+    ThreadProfile threads;         // --thread-profile: the round's calls of the thread pool
     double layers_seconds = 0, layers_roofline = 0;
 };
 
@@ -72,6 +74,20 @@ void print_op_profile(const Round& round, int steps, double layers_seconds) {
                "layers' other work: {:.3f} ms\n",
                seconds * 1e3, bytes / 1e6, bytes / seconds / 1e9, bytes / seconds / 1e9 / round.bandwidth,
                (layers_seconds + round.profile.head_seconds / steps - seconds) * 1e3);
+}
+
+// The median round's calls of the thread pool, per step: how much of the step ran inside them (the rest is the model's
+// thread alone) and how fully the threads worked there.
+void print_thread_profile(const Round& round, int steps) {
+    const ThreadProfile& p = round.threads;
+    const double inside = p.wall_s / steps, step = round.step_seconds;
+    const double thread_wall = p.wall_s * std::max(p.threads, 1);
+    fmt::print("\nthread pool of the median round, per step: {:.0f} calls ({:.0f} chunks) on {} threads, {:.3f} ms inside "
+               "them of the step's {:.3f} ms ({:.0f}%; the rest on the model's thread alone); inside them the threads "
+               "busy {:.0f}% (mean), the busiest {:.0f}%; shared activation preparation {:.3f} ms\n",
+               static_cast<double>(p.calls) / steps, static_cast<double>(p.chunks) / steps, p.threads, inside * 1e3,
+               step * 1e3, 100.0 * inside / step, thread_wall > 0 ? 100.0 * p.busy_s / thread_wall : 0.0,
+               p.wall_s > 0 ? 100.0 * p.busiest_s / p.wall_s : 0.0, p.shared_acts_s / steps * 1e3);
 }
 
 int run(Options& o) {
@@ -150,6 +166,7 @@ int run(Options& o) {
         m.set_profiling(true);
         ops::set_op_profiling(o.op_profile);
         ops::reset_op_profile();
+        set_thread_profiling(o.thread_profile);  // (resets it)
         const auto t0 = std::chrono::steady_clock::now();
         for (int step = 0; step < o.steps; ++step, ++pos) {
             model::ForwardBatch batch;
@@ -169,6 +186,8 @@ int run(Options& o) {
         round.profile = m.profile();
         round.ops = ops::op_profile();
         ops::set_op_profiling(false);
+        round.threads = thread_profile();
+        set_thread_profiling(false);
         round.bandwidth = std::max(bw_before, rank0 ? measure_read_bandwidth(probe) : 0.0);
         for (int b = 0; b < c.num_hidden_layers && rank0; ++b) {
             round.layers_seconds += round.profile.block_seconds[b] / o.steps;
@@ -221,6 +240,7 @@ int run(Options& o) {
     fmt::print("layers: {:.3f} ms per step vs roofline {:.3f} ms ({:.2f}x); whole step {:.3f} ms\n", sum_time * 1e3,
                sum_roof * 1e3, sum_time / sum_roof, total * 1e3);
     if (o.op_profile) print_op_profile(med, o.steps, sum_time);
+    if (o.thread_profile) print_thread_profile(med, o.steps);
     if (o.json) {
         nlohmann::json j = {{"batch", o.batch}, {"context", mid_context}, {"steps", o.steps}, {"rounds", o.rounds},
                             {"round_ratios", ratios}, {"tp", o.engine.tp}, {"ep", o.engine.ep},
@@ -254,6 +274,9 @@ Command make_bench_decode_command() {
         sub->add_flag("--op-profile", o->op_profile,
                       "Also time every linear (weight GEMV / GEMM) by kind and shape: ms, GB/s, fraction of the "
                       "bandwidth");
+        sub->add_flag("--thread-profile", o->thread_profile,
+                      "Also show how much of a step runs inside the thread pool's calls and how fully the threads "
+                      "work there (many-core scaling)");
         sub->callback([o, exit_code] { *exit_code = run(*o); });
     }};
 }

@@ -17,7 +17,7 @@
 #include <vector>
 
 #include "backend/cpu/machine_probe.h"
-#include "backend/cpu/thread_profile.h"
+#include "core/thread_profile.h"
 #include "backend/kernels.h"
 #include "core/aligned_buffer.h"
 #include "core/cpu_features.h"
@@ -57,7 +57,7 @@ struct Result {
     double peak = 0, read_gbps = 0;     // limits measured around this case's samples (medians)
     double frac_bw = 0, frac_peak = 0;  // medians of the per-sample ratios
     const char* peak_name = "";
-    backend::cpu::ThreadProfile threads = {};  // --thread-profile: the timed calls' parallel phases
+    ThreadProfile threads = {};  // --thread-profile: the pool's calls within the timed calls
     int64_t calls = 0;                    // ... over this many calls
     double gbps() const { return bytes / seconds / 1e9; }
     double gflops() const { return flops / seconds / 1e9; }
@@ -363,7 +363,7 @@ void add_bf16(std::vector<Bench>& out, const std::string& name, int64_t rows, in
 // that changes during the run affects both sides of each ratio alike.
 struct Timing {
     double seconds, read_gbps, peak_gflops, frac_bw, frac_peak;
-    backend::cpu::ThreadProfile threads;  // the timed calls' (when profiling: not the probes' between them)
+    ThreadProfile threads;  // the timed calls' (when profiling: not the probes' between them)
     int64_t calls;
 };
 
@@ -376,16 +376,16 @@ Timing time_case(Bench& b, int64_t n, int iters, size_t* next, const std::functi
     const size_t calls = std::min(b.copies, std::max<size_t>(3, static_cast<size_t>(0.3 / estimate)));
     std::vector<double> seconds, bws, peaks, frac_bw, frac_peak;
     double bw = read_gbps(), peak = peak_gflops();
-    backend::cpu::ThreadProfile threads;
+    ThreadProfile threads;
     for (int it = 0; it < iters; ++it) {
-        backend::cpu::reset_thread_profile();
+        reset_thread_profile();
         t0 = Clock::now();
         for (size_t c = 0; c < calls; ++c) {
             b.run(*next, n);
             *next = (*next + 1) % b.copies;
         }
         const double s = elapsed(t0) / static_cast<double>(calls);
-        threads += backend::cpu::thread_profile();
+        threads += thread_profile();
         const double bw_after = read_gbps(), peak_after = peak_gflops();
         const double bw_mid = 0.5 * (bw + bw_after), peak_mid = 0.5 * (peak + peak_after);
         seconds.push_back(s);
@@ -412,7 +412,7 @@ std::string json_escape(const std::string& s) {
 
 // --thread-profile's fields of a case in the JSON (totals over its timed calls).
 std::string thread_json(const Result& r) {
-    const backend::cpu::ThreadProfile& p = r.threads;
+    const ThreadProfile& p = r.threads;
     return fmt::format(
         ", \"thread_profile\": {{\"calls\": {}, \"threads\": {}, \"parallel_calls\": {}, \"chunks\": {}, "
         "\"wall_s\": {:.6f}, \"busy_s\": {:.6f}, \"busiest_s\": {:.6f}, \"shared_acts_s\": {:.6f}, "
@@ -420,13 +420,13 @@ std::string thread_json(const Result& r) {
         r.calls, p.threads, p.calls, p.chunks, p.wall_s, p.busy_s, p.busiest_s, p.shared_acts_s, p.shared_waves);
 }
 
-// --thread-profile: per case, where its threads spent the timed calls (backend/cpu/thread_profile.h).
+// --thread-profile: per case, where its threads spent the timed calls (core/thread_profile.h).
 void print_thread_profile(const std::vector<Result>& results) {
     fmt::print("\nthread profile of the timed calls (--thread-profile)\n");
     fmt::print("{:<15} {:<10} {:>12} {:>3} {:>10} {:>8} {:>8} {:>6} {:>8} {:>8} {:>8}\n", "kernel", "weight", "shape",
                "n", "us/call", "par us", "shared", "thr", "chunks", "busy", "busiest");
     for (const Result& r : results) {
-        const backend::cpu::ThreadProfile& p = r.threads;
+        const ThreadProfile& p = r.threads;
         const double calls = static_cast<double>(std::max<int64_t>(r.calls, 1));
         const double thread_wall = p.wall_s * std::max(p.threads, 1);
         fmt::print("{:<15} {:<10} {:>12} {:>3} {:>10.1f} {:>8.1f} {:>8.1f} {:>6} {:>8.1f} {:>7.0f}% {:>7.0f}%\n", r.kernel,
@@ -436,11 +436,12 @@ void print_thread_profile(const std::vector<Result>& results) {
                    p.wall_s > 0 ? 100.0 * p.busiest_s / p.wall_s : 0.0);
     }
     fmt::print(
-        "us/call: the case's median; par us: wall time per call in the drivers' parallel work (for_chunks), shared: in "
-        "the quantized GEMMs' activations made ready once for all threads (both means over the timed calls); thr: "
-        "threads; chunks: work units per call; busy: the threads' time inside units / (threads x par time); busiest: "
-        "the busiest thread's / par time. busiest < 100%: time outside the units (hand-off, claims); busy < busiest: "
-        "threads idle while the busiest works (balance); both high but slow: each thread's rate (--in-cache).\n");
+        "us/call: the case's median; par us: wall time per call inside the thread pool's calls, shared: of which the "
+        "quantized GEMMs' activations made ready once for all threads (both means over the timed calls); thr: "
+        "threads; chunks: work units per call; busy: the threads' time inside the pool's calls / (threads x par "
+        "time); busiest: the busiest thread's per call / par time. par < us/call: serial work between the calls; "
+        "busiest < 100%: hand-off (threads joining late); busy < busiest: threads idle while the busiest works "
+        "(balance); all high but slow: each thread's rate (--in-cache).\n");
 }
 
 int run_bench(const Options& o) {
@@ -455,7 +456,7 @@ int run_bench(const Options& o) {
     }
     const Kernels& kernels = backend::kernels_for(isa);
     ThreadPool pool(o.threads);
-    backend::cpu::set_thread_profiling(o.thread_profile);
+    set_thread_profiling(o.thread_profile);
     const double total = o.quick ? 0.5 * (1u << 30) : 2.0 * (1u << 30);
     const int iters = o.quick ? std::min(o.iters, 2) : o.iters;
     // The machine: the best ISA's probes, whatever --isa selects for the kernels.
@@ -835,8 +836,8 @@ Command make_bench_ops_command() {
                       "Instead: the row-wise ops (RMSNorm, SwiGLU, RoPE, Sinkhorn, mHC, top-k, Engram gather) of "
                       "every kernel table on one thread, side by side");
         sub->add_flag("--thread-profile", opts->thread_profile,
-                      "Also show where the threads spend each case's calls: time in parallel work, in shared "
-                      "activation preparation, busy and busiest thread (for many-core scaling)");
+                      "Also show where the threads spend each case's calls: time inside the pool's calls, in shared "
+                      "activation preparation, the mean and the busiest thread's share (many-core scaling)");
         sub->add_flag("!--no-hugepages", opts->hugepages, "Do not ask for transparent huge pages on weight buffers");
         sub->add_option("--json", opts->json, "Also write the results as JSON to this file ('-' for stdout)");
         sub->callback([opts, exit_code] {

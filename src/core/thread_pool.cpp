@@ -8,6 +8,7 @@
 #include <stdexcept>
 
 #include "core/env.h"
+#include "core/thread_profile.h"
 
 namespace deepinfer {
 
@@ -44,7 +45,25 @@ bool poll_until(const Ready& ready) {
     return ready();
 }
 
+double seconds_since(std::chrono::steady_clock::time_point t0) {
+    return std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+}
+
 }  // namespace
+
+// f() on the calling thread alone, recorded as one call of the pool (its other threads idle) when profiling.
+template <class F>
+void ThreadPool::run_inline(int64_t chunks, const F& f) {
+    if (!thread_profiling()) {
+        f();
+        return;
+    }
+    const auto start = std::chrono::steady_clock::now();
+    f();
+    std::vector<double> busy(static_cast<size_t>(n_threads_));
+    busy[0] = seconds_since(start);
+    record_pool_call(busy[0], busy.data(), n_threads_, chunks);
+}
 
 ThreadPool::ThreadPool(int n_threads) {
     if (n_threads <= 0) n_threads = static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
@@ -102,11 +121,29 @@ void ThreadPool::wait_for_workers(const Done& done) {
     caller_sleeping_ = false;
 }
 
-void ThreadPool::dispatch(const std::function<void(int)>& fn, bool every_thread) {
+void ThreadPool::dispatch(const std::function<void(int)>& fn, bool every_thread, int64_t chunks) {
     if (n_threads_ == 1) {
-        fn(0);
+        run_inline(chunks, [&] { fn(0); });
         return;
     }
+    if (!thread_profiling()) {
+        publish(fn, every_thread);
+        return;
+    }
+    // Each thread's time inside fn: busy[t] is written by thread t only, read after publish returned (every
+    // worker that entered has left, thread_pool.h).
+    std::vector<double> busy(static_cast<size_t>(n_threads_));
+    const std::function<void(int)> timed = [&](int t) {
+        const auto t0 = std::chrono::steady_clock::now();
+        fn(t);
+        busy[static_cast<size_t>(t)] += seconds_since(t0);
+    };
+    const auto start = std::chrono::steady_clock::now();
+    publish(timed, every_thread);
+    record_pool_call(seconds_since(start), busy.data(), n_threads_, chunks);
+}
+
+void ThreadPool::publish(const std::function<void(int)>& fn, bool every_thread) {
     std::lock_guard<std::mutex> call(call_mutex_);
     task_ = &fn;
     finished_ = 0;
@@ -126,16 +163,16 @@ void ThreadPool::dispatch(const std::function<void(int)>& fn, bool every_thread)
     task_ = nullptr;
 }
 
-void ThreadPool::run_on_all(const std::function<void(int)>& fn) { dispatch(fn, true); }
+void ThreadPool::run_on_all(const std::function<void(int)>& fn) { dispatch(fn, true, n_threads_); }
 
-void ThreadPool::run_on_available(const std::function<void(int)>& fn) { dispatch(fn, false); }
+void ThreadPool::run_on_available(const std::function<void(int)>& fn) { dispatch(fn, false, 0); }
 
 void ThreadPool::parallel_for(size_t n, const std::function<void(size_t, size_t, int)>& fn, size_t grain) {
     if (n == 0) return;
     grain = std::max<size_t>(grain, 1);
     const size_t n_chunks = std::min<size_t>(static_cast<size_t>(n_threads_), (n + grain - 1) / grain);
     if (n_chunks <= 1) {
-        fn(0, n, 0);
+        run_inline(1, [&] { fn(0, n, 0); });
         return;
     }
     const size_t per = n / n_chunks, extra = n % n_chunks;  // the first `extra` chunks are one longer
@@ -151,8 +188,10 @@ void ThreadPool::run_claimed_chunks(int64_t n_chunks, const std::function<void(i
     if (n_chunks <= 0) return;
     if (n_chunks >= (int64_t{1} << 32)) throw std::invalid_argument("run_claimed_chunks: 2^32 chunks or more");
     if (n_threads_ == 1 || n_chunks == 1) {
-        if (setup) setup(0);
-        for (int64_t c = 0; c < n_chunks; ++c) fn(c, 0);
+        run_inline(n_chunks, [&] {
+            if (setup) setup(0);
+            for (int64_t c = 0; c < n_chunks; ++c) fn(c, 0);
+        });
         return;
     }
     // Each thread's range as one word, next chunk from the front | end << 32, on a line of its own (a thread's
@@ -180,7 +219,7 @@ void ThreadPool::run_claimed_chunks(int64_t n_chunks, const std::function<void(i
             }
         }
     };
-    run_on_available([&](int t) {
+    dispatch([&](int t) {
         bool started = false;
         auto run = [&](int64_t chunk) {
             if (!started && setup) setup(t);
@@ -200,7 +239,7 @@ void ThreadPool::run_claimed_chunks(int64_t n_chunks, const std::function<void(i
             if (fullest < 0) break;
             if (claim(ranges[fullest], true, chunk)) run(chunk);
         }
-    });
+    }, false, n_chunks);  // (run_on_available's call, with its chunks counted)
 }
 
 namespace {

@@ -63,7 +63,11 @@ class ThreadPool {
     static void set_global_threads(int n_threads);
 
    private:
-    void dispatch(const std::function<void(int)>& fn, bool every_thread);
+    // A call (run_on_all: every_thread), recorded with its chunks when profiling (core/thread_profile.h).
+    void dispatch(const std::function<void(int)>& fn, bool every_thread, int64_t chunks);
+    void publish(const std::function<void(int)>& fn, bool every_thread);
+    template <class F>
+    void run_inline(int64_t chunks, const F& f);
     template <class Done>
     void wait_for_workers(const Done& done);
     void worker_loop(int index);

@@ -1,13 +1,11 @@
 // Drivers of act_quant and the dense GEMMs (the quantized ones: cpu_gemm_quant.cpp): weights are split over
 // threads in 16-row groups, each thread streaming a contiguous part of the weight once.
 #include <algorithm>
-#include <chrono>
 #include <cstring>
 #include <vector>
 
 #include "backend/cpu/drivers.h"
 #include "backend/cpu/packing.h"
-#include "backend/cpu/thread_profile.h"
 #include "core/check.h"
 #include "core/cpu_features.h"
 
@@ -18,40 +16,16 @@ ThreadScratch& thread_scratch() {
     return scratch;
 }
 
-namespace {
-
-template <class Fn>
-void run_chunks(ThreadPool& pool, int64_t n, int64_t chunk, const std::function<void(int)>& setup, const Fn& fn) {
-    if (pool.size() == 1) {  // one call over all of it: no per-chunk setup in fn to repeat
-        setup(0);
-        fn(0, n, 0);
-        return;
-    }
-    pool.run_claimed_chunks(
-        (n + chunk - 1) / chunk, [&](int64_t c, int t) { fn(c * chunk, std::min(n, (c + 1) * chunk), t); }, setup);
-}
-
-}  // namespace
-
 void for_chunks(ThreadPool& pool, int64_t n, int64_t chunk, const std::function<void(int)>& setup,
                 const std::function<void(int64_t, int64_t, int)>& fn) {
     if (n <= 0) return;
-    chunk = std::max<int64_t>(chunk, 1);
-    if (thread_profiling()) {  // the same call, each chunk timed (thread_profile.h)
-        std::vector<double> busy(static_cast<size_t>(pool.size()));
-        const auto start = std::chrono::steady_clock::now();
-        auto timed = [&](int64_t b, int64_t e, int t) {
-            const auto t0 = std::chrono::steady_clock::now();
-            fn(b, e, t);
-            busy[static_cast<size_t>(t)] += std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
-        };
-        const int64_t chunks = pool.size() == 1 ? 1 : (n + chunk - 1) / chunk;
-        run_chunks(pool, n, chunk, setup, timed);
-        const double wall = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
-        record_chunks_call(wall, busy.data(), pool.size(), chunks);
+    if (pool.size() == 1) {  // one call over all of it: no per-chunk setup in fn to repeat
+        pool.run_claimed_chunks(1, [&](int64_t, int) { fn(0, n, 0); }, setup);
         return;
     }
-    run_chunks(pool, n, chunk, setup, fn);
+    chunk = std::max<int64_t>(chunk, 1);
+    pool.run_claimed_chunks(
+        (n + chunk - 1) / chunk, [&](int64_t c, int t) { fn(c * chunk, std::min(n, (c + 1) * chunk), t); }, setup);
 }
 
 int64_t chunk_size(int64_t n, const ThreadPool& pool, int64_t min_chunk) {

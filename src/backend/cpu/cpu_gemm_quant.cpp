@@ -9,7 +9,7 @@
 
 #include "backend/cpu/drivers.h"
 #include "backend/cpu/packing.h"
-#include "backend/cpu/thread_profile.h"
+#include "core/thread_profile.h"
 #include "core/check.h"
 
 namespace deepinfer::backend::cpu {

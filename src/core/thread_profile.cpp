@@ -1,10 +1,10 @@
-#include "backend/cpu/thread_profile.h"
+#include "core/thread_profile.h"
 
 #include <algorithm>
 #include <atomic>
 #include <mutex>
 
-namespace deepinfer::backend::cpu {
+namespace deepinfer {
 namespace {
 
 std::atomic<bool> g_on{false};
@@ -42,7 +42,7 @@ void reset_thread_profile() {
     g_totals = ThreadProfile{};
 }
 
-void record_chunks_call(double wall_s, const double* busy_s, int threads, int64_t chunks) {
+void record_pool_call(double wall_s, const double* busy_s, int threads, int64_t chunks) {
     ThreadProfile call;
     call.calls = 1;
     call.chunks = chunks;
@@ -62,4 +62,4 @@ void record_shared_acts(double wall_s) {
     ++g_totals.shared_waves;
 }
 
-}  // namespace deepinfer::backend::cpu
+}  // namespace deepinfer
