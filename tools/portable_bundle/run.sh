@@ -57,8 +57,8 @@ for stage in ${@:-bench decode tests}; do
       for batch in 1 16; do
         stamp "bench-decode batch $batch"
         "$D" bench-decode --model "$OUT/rel2" --context 512 --batch $batch --steps 8 --rounds 3 --op-profile \
-          > "$OUT/decode_b$batch.log" 2>&1
-        grep -E "^bench-decode: round|^decode step|^layers:|^linears" "$OUT/decode_b$batch.log"
+          --thread-profile > "$OUT/decode_b$batch.log" 2>&1
+        grep -E "^bench-decode: round|^decode step|^layers:|^linears|^thread pool" "$OUT/decode_b$batch.log"
       done
       rm -rf "$OUT/rel2" ;;
     tests)
