@@ -115,11 +115,24 @@ bool amx_enabled() {
     return enabled;
 }
 
-bool avx_vnni_enabled() {
-    static const bool enabled =
-        feature_switch("DEEPINFER_AVX_VNNI", env::forced_avx_vnni(), cpu_features().avx_vnni, "AVX-VNNI");
-    return enabled;
+VnniEncoding avx2_vnni_encoding() {
+    static const VnniEncoding encoding = [] {
+        const CpuFeatures& f = cpu_features();
+        const bool evex = f.avx512_vnni && f.avx512vl;  // (both imply the OS saves the EVEX state: zmm_ok)
+        const std::string forced = env::forced_avx_vnni();
+        if (forced == "evex") {
+            if (evex) return VnniEncoding::kEvex;
+            log::warn("DEEPINFER_AVX_VNNI=evex: this CPU has no AVX512-VNNI with AVX512VL; not used");
+        }
+        const bool on = feature_switch("DEEPINFER_AVX_VNNI", forced == "evex" ? std::string() : forced,
+                                       f.avx_vnni || evex, "AVX-VNNI or AVX512-VNNI");
+        if (!on) return VnniEncoding::kNone;
+        return f.avx_vnni ? VnniEncoding::kVex : VnniEncoding::kEvex;
+    }();
+    return encoding;
 }
+
+bool avx_vnni_enabled() { return avx2_vnni_encoding() != VnniEncoding::kNone; }
 
 Isa best_isa() {
     const auto& f = cpu_features();
@@ -159,7 +172,8 @@ std::string_view isa_name(Isa isa) {
 std::string kernel_set_name(Isa isa) {
     std::string name(isa_name(isa));
     if (isa == Isa::kAvx512 && amx_enabled()) name += "+amx";
-    if (isa == Isa::kAvx2 && avx_vnni_enabled()) name += "+vnni";
+    if (isa == Isa::kAvx2 && avx2_vnni_encoding() == VnniEncoding::kVex) name += "+vnni";
+    if (isa == Isa::kAvx2 && avx2_vnni_encoding() == VnniEncoding::kEvex) name += "+vnni(evex)";
     return name;
 }
 

@@ -29,17 +29,21 @@ bool zmm_half_rate();
 // use tile data granted (arch_prctl, asked once here), and DEEPINFER_AMX not off. One answer for the whole process,
 // as the kernel must serve every row count (row invariance, docs/numerics.md).
 bool amx_enabled();
-// Whether the AVX2 table's integer MXFP4 kernels take AVX-VNNI's vpdpbusd / vpdpwssd (VEX-encoded: Alder Lake and
-// later Intel cores, Sierra Forest, Zen 5): cpu_features().avx_vnni and DEEPINFER_AVX_VNNI not off. The sums are
-// the same integers either way, so the bits do not depend on it.
-bool avx_vnni_enabled();
+// How the AVX2 table's integer MXFP4 kernels take the VNNI dot products vpdpbusd / vpdpwssd on ymm registers: VEX-encoded
+// (AVX-VNNI: Alder Lake and later Intel cores, Sierra Forest, Zen 5), EVEX-encoded where the CPU has them only with
+// AVX-512 (AVX512-VNNI and AVX512VL: Cascade Lake, Ice Lake, Tiger Lake, Rocket Lake -- Intel's AVX-512 CPUs without
+// bf16, which run the AVX2 table), or not at all (AVX2-only CPUs, DEEPINFER_AVX_VNNI=off). DEEPINFER_AVX_VNNI=evex
+// takes the EVEX form where the CPU has both (tests). The sums are the same integers in every form: the same bits.
+enum class VnniEncoding { kNone, kVex, kEvex };
+VnniEncoding avx2_vnni_encoding();
+bool avx_vnni_enabled();  // avx2_vnni_encoding() != kNone
 // Best ISA this machine supports: avx512 needs f/bw/vl/dq (bf16 and vnni are used when present).
 Isa best_isa();
 // The ISA kernels use: DEEPINFER_ISA if set (capped at best_isa()), else best_isa().
 Isa active_isa();
 std::string_view isa_name(Isa isa);
-// The kernel set as reports name it: isa_name, plus "+amx" for the AVX-512 table where amx_enabled(), "+vnni" for
-// the AVX2 table where avx_vnni_enabled().
+// The kernel set as reports name it: isa_name, plus "+amx" for the AVX-512 table where amx_enabled(), "+vnni" or
+// "+vnni(evex)" for the AVX2 table by avx2_vnni_encoding().
 std::string kernel_set_name(Isa isa);
 bool parse_isa(std::string_view name, Isa* out);
 

@@ -17,8 +17,9 @@ std::string forced_zmm_rate();
 // DEEPINFER_AMX (on|off): off keeps the AVX-512 table's fp8 GEMM off AMX tiles on a CPU that has them (tests,
 // benchmarks); empty when unset.
 std::string forced_amx();
-// DEEPINFER_AVX_VNNI (on|off): off keeps the AVX2 table's integer MXFP4 kernels off AVX-VNNI on a CPU that has it
-// (tests, benchmarks); empty when unset.
+// DEEPINFER_AVX_VNNI (on|off|evex): off keeps the AVX2 table's integer MXFP4 kernels off the VNNI dot products on a
+// CPU that has them, evex takes their EVEX encoding where the CPU has both (tests, benchmarks;
+// core/cpu_features.h avx2_vnni_encoding); empty when unset.
 std::string forced_avx_vnni();
 // DEEPINFER_THREADS: default thread count when --threads is not given; 0 when unset.
 int default_threads();

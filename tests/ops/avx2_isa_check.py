@@ -1,9 +1,11 @@
 """The AVX2 kernel table runs on AVX2-only CPUs (Zen 3): its objects may hold no instruction beyond AVX2, FMA and
-F16C, except AVX-VNNI's in the functions of the integer MXFP4 kernels' AvxVnni form, which the table calls only where
-cpuid shows AVX-VNNI (src/backend/cpu/x86/avx2/fp4_chunk.h). Those kernels' files are built with -mavxvnni, so the
-compiler may use VNNI instructions anywhere in them -- in the plain form, or in a header's inline function whose copy
-the linker then shares with every other file. Nothing at run time on a VNNI machine would notice; this disassembles
-the backend library's AVX2 objects and checks.
+F16C, except the VNNI dot products of the integer MXFP4 kernels' VNNI forms, which the table calls only where cpuid
+shows them (src/backend/cpu/x86/avx2/fp4_chunk.h): VEX-encoded (AVX-VNNI) only in functions named with AvxVnni,
+EVEX-encoded on ymm0-15 (AVX512-VNNI with AVX512VL) only in those named with EvexVnni. Those kernels' files are
+built with -mavxvnni, so the compiler may use VNNI instructions anywhere in them -- in the plain form, or in a
+header's inline function whose copy the linker then shares with every other file. Nothing at run time on a VNNI
+machine would notice; this disassembles the backend library's AVX2 objects and checks. An instruction is EVEX-encoded
+when its first byte is 0x62 (in 64-bit mode always EVEX); objdump marks VEX-encoded VNNI with {vex}.
 
 Usage: avx2_isa_check.py LIBDEEPINFER_BACKEND_A   (ctest: ops.avx2_isa_check)
 """
@@ -18,7 +20,8 @@ BEYOND_AVX2 = re.compile(r"%zmm|%[xy]mm(1[6-9]|2\d|3[01])\b|%k[0-7]\b|\{evex\}")
 AMX = re.compile(r"^(tdp|tileload|tilestore|tilezero|ldtilecfg|sttilecfg|tilerelease)")
 MEMBER = re.compile(r"^(\S+\.o):\s+file format")
 FUNCTION = re.compile(r"^[0-9a-f]+ <(.*)>:$")
-INSTRUCTION = re.compile(r"^\s*[0-9a-f]+:\s+(?:\{vex\}\s+)?(\S+)\s*(.*)$")
+# address, raw bytes, then the instruction (objdump wraps long byte runs onto lines without one)
+INSTRUCTION = re.compile(r"^\s*[0-9a-f]+:\t((?:[0-9a-f]{2} )+)\s*\t(?:\{e?vex\}\s+)?(\S+)\s*(.*)$")
 
 
 def main():
@@ -27,10 +30,10 @@ def main():
     objdump = shutil.which("objdump")
     if not objdump:
         sys.exit("objdump not found (binutils, installed with the compiler)")
-    listing = subprocess.run([objdump, "-d", "-C", "--no-show-raw-insn", sys.argv[1]], check=True,
+    listing = subprocess.run([objdump, "-d", "-C", sys.argv[1]], check=True,
                              capture_output=True, text=True).stdout
     member, function = "", ""
-    members, functions, vnni_in_vnni_form = set(), 0, 0
+    members, functions, vex_vnni, evex_vnni = set(), 0, 0, 0
     faults = []
     for line in listing.splitlines():
         if m := MEMBER.match(line):
@@ -46,21 +49,24 @@ def main():
         m = INSTRUCTION.match(line)
         if not m:
             continue
-        mnemonic, operands = m.group(1), m.group(2)
-        if VNNI.match(mnemonic) and "AvxVnni" in function:
-            vnni_in_vnni_form += 1
-        elif VNNI.match(mnemonic) or BEYOND_AVX2.search(operands) or AMX.match(mnemonic):
+        evex, mnemonic, operands = m.group(1).startswith("62 "), m.group(2), m.group(3)
+        beyond = BEYOND_AVX2.search(operands) or AMX.match(mnemonic)
+        if VNNI.match(mnemonic) and not evex and "AvxVnni" in function and not beyond:
+            vex_vnni += 1
+        elif VNNI.match(mnemonic) and evex and "EvexVnni" in function and not beyond:
+            evex_vnni += 1
+        elif VNNI.match(mnemonic) or evex or beyond:
             faults.append(f"{member}: {function}: {line.strip()}")
     # a scan that saw nothing proves nothing (the library's layout or objdump's format changed)
-    if len(members) < 10 or functions < 50 or vnni_in_vnni_form == 0:
-        sys.exit(f"scan found {len(members)} AVX2 objects, {functions} functions, {vnni_in_vnni_form} VNNI "
-                 "instructions in the AvxVnni form: expected >= 10, >= 50 and > 0")
+    if len(members) < 10 or functions < 50 or vex_vnni == 0 or evex_vnni == 0:
+        sys.exit(f"scan found {len(members)} AVX2 objects, {functions} functions, {vex_vnni} / {evex_vnni} VNNI "
+                 "instructions in the AvxVnni / EvexVnni forms: expected >= 10, >= 50, > 0 and > 0")
     if faults:
-        print(f"{len(faults)} instructions beyond AVX2 outside the AvxVnni form:")
+        print(f"{len(faults)} instructions beyond AVX2 outside the VNNI forms (or in the other form's encoding):")
         print("\n".join(faults[:40]))
         sys.exit(1)
-    print(f"{len(members)} AVX2 objects, {functions} functions: AVX2 only, but {vnni_in_vnni_form} VNNI instructions "
-          "in the AvxVnni form")
+    print(f"{len(members)} AVX2 objects, {functions} functions: AVX2 only, but {vex_vnni} VEX-encoded VNNI "
+          f"instructions in the AvxVnni form and {evex_vnni} EVEX-encoded in the EvexVnni form")
 
 
 if __name__ == "__main__":

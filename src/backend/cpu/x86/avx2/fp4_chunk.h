@@ -156,23 +156,33 @@ inline NextGroup next_group(const QuantGemmTask& t, int64_t g) {
     return {t.codes + pg.offset, pg.block_stride, pg.piece_stride};
 }
 
-// The two forms of the integer MXFP4 kernels below, as their template argument: plain AVX2 (vpmaddubsw, vpmaddwd and
-// adds) and AVX-VNNI (vpdpbusd / vpdpwssd: one instruction for a multiply, its widening and the add), chosen per call
-// by core/cpu_features.h avx_vnni_enabled(). Both sum the same integers: the same bits.
+// The three forms of the integer MXFP4 kernels below, as their template argument: plain AVX2 (vpmaddubsw, vpmaddwd and
+// adds); AVX-VNNI (vpdpbusd / vpdpwssd: one instruction for a multiply, its widening and the add); and the same
+// instructions EVEX-encoded on the same ymm registers, for CPUs that have them only with AVX-512 (AVX512-VNNI and
+// AVX512VL, without the bf16 the AVX-512 table needs: Cascade Lake, Ice Lake). Chosen per call by
+// core/cpu_features.h avx2_vnni_encoding(). All sum the same integers: the same bits.
 // Their translation units are built with -mavxvnni for the VNNI intrinsics (src/backend/CMakeLists.txt), so nothing
-// but review stops the compiler from using a VNNI instruction in the plain form, which AVX2-only CPUs (Zen 3) run:
-// tests/ops/avx2_isa_check.py disassembles the AVX2 objects and allows VNNI only in functions named with AvxVnni.
+// but review stops the compiler from using a VNNI instruction in the plain form, which AVX2-only CPUs (Zen 3) run;
+// the EVEX form is inline assembly (vnni_dot.h; the files are not built for AVX-512).
+// tests/ops/avx2_isa_check.py disassembles the AVX2 objects and allows VEX-encoded VNNI only in functions named with
+// AvxVnni, EVEX-encoded only in those named with EvexVnni.
 struct PlainAvx2 {
-    static constexpr bool kVnni = false;
+    static constexpr bool kVnni = false, kEvex = false;
 };
 struct AvxVnni {
-    static constexpr bool kVnni = true;
+    static constexpr bool kVnni = true, kEvex = false;
 };
-// f(AvxVnni{}) where avx_vnni_enabled(), else f(PlainAvx2{}): the one place the kernels choose their form.
+struct EvexVnni {
+    static constexpr bool kVnni = true, kEvex = true;
+};
+// f(AvxVnni{}), f(EvexVnni{}) or f(PlainAvx2{}) by avx2_vnni_encoding(): the one place the kernels choose their form.
 template <class F>
 inline void with_form(F&& f) {
-    if (avx_vnni_enabled()) f(AvxVnni{});
-    else f(PlainAvx2{});
+    switch (avx2_vnni_encoding()) {
+        case VnniEncoding::kVex: f(AvxVnni{}); break;
+        case VnniEncoding::kEvex: f(EvexVnni{}); break;
+        case VnniEncoding::kNone: f(PlainAvx2{}); break;
+    }
 }
 
 // The MXFP4 GEMV of one activation row in its integer form (t.n == 1, t.fp4_row set; gemv_fp4_int_avx2.cpp).

@@ -22,6 +22,7 @@
 #include <cstdint>
 
 #include "backend/cpu/x86/avx2/fp4_planes.h"
+#include "backend/cpu/x86/avx2/vnni_dot.h"
 
 namespace deepinfer::backend::cpu::avx2 {
 namespace {
@@ -67,11 +68,11 @@ void rows_groups(const QuantGemmTask& t, int64_t g0) {
                     const auto* planes =
                         reinterpret_cast<const __m256i*>(row(r) + fp4_broadcast_offset(kb_count)) + (kb * 4 + c) * 4;
                     if constexpr (Form::kVnni) {
-                        s[r] = _mm256_dpbusd_avx_epi32(
-                            _mm256_dpbusd_avx_epi32(s[r], w.w0, _mm256_load_si256(planes)), w.w1,
+                        s[r] = dpbusd<Form>(
+                            dpbusd<Form>(s[r], w.w0, _mm256_load_si256(planes)), w.w1,
                             _mm256_load_si256(planes + 1));
-                        high[r] = _mm256_dpbusd_avx_epi32(
-                            _mm256_dpbusd_avx_epi32(high[r], w.w0, _mm256_load_si256(planes + 2)), w.w1,
+                        high[r] = dpbusd<Form>(
+                            dpbusd<Form>(high[r], w.w0, _mm256_load_si256(planes + 2)), w.w1,
                             _mm256_load_si256(planes + 3));
                         continue;
                     }

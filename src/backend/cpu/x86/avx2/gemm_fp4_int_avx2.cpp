@@ -201,6 +201,8 @@ __attribute__((always_inline)) inline void block_sums(const uint8_t* block, cons
     // One row's products of a pair: x its pair broadcast, w0 / w1 the pair's weights of rows 0-7 / 8-15.
 #define DI_VNNI_ROW(x, w0, w1, s0, s1) \
     "%{vex%} vpdpwssd " w0 ", " x ", " s0 "\n\t%{vex%} vpdpwssd " w1 ", " x ", " s1 "\n\t"
+#define DI_EVEX_ROW(x, w0, w1, s0, s1) \
+    "%{evex%} vpdpwssd " w0 ", " x ", " s0 "\n\t%{evex%} vpdpwssd " w1 ", " x ", " s1 "\n\t"
 #define DI_PLAIN_ROW(x, w0, w1, s0, s1)                                                     \
     "vpmaddwd " w0 ", " x ", %%ymm3\n\tvpaddd %%ymm3, " s0 ", " s0 "\n\tvpmaddwd " w1 ", " x \
     ", %%ymm3\n\tvpaddd %%ymm3, " s1 ", " s1 "\n\t"
@@ -239,19 +241,26 @@ __attribute__((always_inline)) inline void block_sums(const uint8_t* block, cons
             : DI_UNPAREN outputs, [p] "+r"(block), [w] "+r"(words)                                                    \
             : [b] "r"(stride), [end] "r"(end), [high] "x"(high)                                                       \
             : DI_CLOBBERS)
-    if constexpr (Form::kVnni && R < 3) {
-        __m256i t[R][2];
-        for (int r = 0; r < R; ++r) t[r][0] = t[r][1] = _mm256_setzero_si256();
-        if constexpr (R == 1) DI_SUMS_LOOP(DI_ROWS1, DI_VNNI_ROW, b, "", (DI_OUTS1(a, s), DI_OUTS1(b, t)));
-        else DI_SUMS_LOOP(DI_ROWS2, DI_VNNI_ROW, b, "", (DI_OUTS2(a, s), DI_OUTS2(b, t)));
-        for (int r = 0; r < R; ++r) {
-            s[r][0] = _mm256_add_epi32(s[r][0], t[r][0]);
-            s[r][1] = _mm256_add_epi32(s[r][1], t[r][1]);
-        }
-    } else if constexpr (Form::kVnni && R == 3) {
-        DI_SUMS_LOOP(DI_ROWS3, DI_VNNI_ROW, a, "", (DI_OUTS3(a, s)));
+    // The VNNI forms' loops, with ROW the encoding's (VEX or EVEX: the same instruction, fp4_chunk.h).
+#define DI_VNNI_LOOPS(ROW)                                                                                    \
+    if constexpr (R < 3) {                                                                                    \
+        __m256i t[R][2];                                                                                      \
+        for (int r = 0; r < R; ++r) t[r][0] = t[r][1] = _mm256_setzero_si256();                               \
+        if constexpr (R == 1) DI_SUMS_LOOP(DI_ROWS1, ROW, b, "", (DI_OUTS1(a, s), DI_OUTS1(b, t)));           \
+        else DI_SUMS_LOOP(DI_ROWS2, ROW, b, "", (DI_OUTS2(a, s), DI_OUTS2(b, t)));                             \
+        for (int r = 0; r < R; ++r) {                                                                         \
+            s[r][0] = _mm256_add_epi32(s[r][0], t[r][0]);                                                     \
+            s[r][1] = _mm256_add_epi32(s[r][1], t[r][1]);                                                     \
+        }                                                                                                     \
+    } else if constexpr (R == 3) {                                                                            \
+        DI_SUMS_LOOP(DI_ROWS3, ROW, a, "", (DI_OUTS3(a, s)));                                                 \
+    } else {                                                                                                  \
+        DI_SUMS_LOOP(DI_ROWS4, ROW, a, "add $16, %[w3]\n\t", (DI_OUTS4(a, s), [w3] "+r"(words3)));           \
+    }
+    if constexpr (Form::kEvex) {
+        DI_VNNI_LOOPS(DI_EVEX_ROW)
     } else if constexpr (Form::kVnni) {
-        DI_SUMS_LOOP(DI_ROWS4, DI_VNNI_ROW, a, "add $16, %[w3]\n\t", (DI_OUTS4(a, s), [w3] "+r"(words3)));
+        DI_VNNI_LOOPS(DI_VNNI_ROW)
     } else if constexpr (R == 1) {
         DI_SUMS_LOOP(DI_ROWS1, DI_PLAIN_ROW, a, "", (DI_OUTS1(a, s)));
     } else if constexpr (R == 2) {
@@ -261,6 +270,7 @@ __attribute__((always_inline)) inline void block_sums(const uint8_t* block, cons
     } else {
         DI_SUMS_LOOP(DI_ROWS4, DI_PLAIN_ROW, a, "add $16, %[w3]\n\t", (DI_OUTS4(a, s), [w3] "+r"(words3)));
     }
+#undef DI_VNNI_LOOPS
 #undef DI_SUMS_LOOP
 #undef DI_UNPAREN
 #undef DI_OUTS4
@@ -280,6 +290,7 @@ __attribute__((always_inline)) inline void block_sums(const uint8_t* block, cons
 #undef DI_CLOBBERS
 #undef DI_PLAIN_ROW
 #undef DI_VNNI_ROW
+#undef DI_EVEX_ROW
 }
 
 // Rows i0 .. i0 + R - 1 over all of k against the decoded group g: per block, int32 sums in registers (16

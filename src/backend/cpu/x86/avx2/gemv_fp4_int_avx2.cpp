@@ -26,6 +26,7 @@
 #include <cstring>
 
 #include "backend/cpu/x86/avx2/fp4_planes.h"
+#include "backend/cpu/x86/avx2/vnni_dot.h"
 
 namespace deepinfer::backend::cpu::avx2 {
 namespace {
@@ -81,8 +82,8 @@ void gemv_groups(const QuantGemmTask& t, int64_t g0) {
                 const auto half = [&](const uint8_t* q, __m256i& sum, __m256i& high) __attribute__((always_inline)) {
                     const PieceWeights w = piece_weights(q, lut, nib);
                     if constexpr (Form::kVnni) {
-                        sum = _mm256_dpbusd_avx_epi32(_mm256_dpbusd_avx_epi32(sum, w.w0, lo0), w.w1, lo1);
-                        high = _mm256_dpbusd_avx_epi32(_mm256_dpbusd_avx_epi32(high, w.w0, hi0), w.w1, hi1);
+                        sum = dpbusd<Form>(dpbusd<Form>(sum, w.w0, lo0), w.w1, lo1);
+                        high = dpbusd<Form>(dpbusd<Form>(high, w.w0, hi0), w.w1, hi1);
                     } else {
                         const __m256i s_lo = plane_sums(w, lo0, lo1), s_hi = plane_sums(w, hi0, hi1);
                         sum = _mm256_add_epi32(

@@ -1,0 +1,22 @@
+// vpdpbusd on ymm registers in a form's encoding (fp4_chunk.h): the AVX-VNNI intrinsic (VEX) for AvxVnni, inline
+// assembly with the {evex} prefix for EvexVnni -- the files that include this are built with -mavxvnni, not for
+// AVX-512, so the compiler has no EVEX intrinsic here and allocates ymm0-15 only, which both encodings reach.
+// acc + the sums of 4 products of u8's unsigned bytes with s8's signed bytes, per int32 lane.
+#pragma once
+
+#include <immintrin.h>
+
+namespace deepinfer::backend::cpu::avx2 {
+
+template <class Form>
+__attribute__((always_inline)) inline __m256i dpbusd(__m256i acc, __m256i u8, __m256i s8) {
+    static_assert(Form::kVnni, "the plain form has no dot-product instruction");
+    if constexpr (Form::kEvex) {
+        __asm__("%{evex%} vpdpbusd %2, %1, %0" : "+x"(acc) : "x"(u8), "xm"(s8));
+        return acc;
+    } else {
+        return _mm256_dpbusd_avx_epi32(acc, u8, s8);
+    }
+}
+
+}  // namespace deepinfer::backend::cpu::avx2
