@@ -185,10 +185,23 @@ int64_t QuantGemmCall::plan(const QuantProblem* problems, size_t count) {
         const bool tile_items = w.layout == PackedLayout::kFp8R16K4 && ops_.fp8_tile_acts && ops_.fp8_tile_item_rows;
         const int64_t tile_rows = tile_items ? ops_.fp8_tile_item_rows() : 0;
         const int64_t item_rows = tile_rows > 0 ? tile_rows : kActRowChunk;
+        // A call of one prepared GEMM: its pairs in a multiple of the thread count of units, as even as whole pairs
+        // allow, so that the threads' first ranges (ThreadPool::run_claimed_chunks) hold the same rows. In units of
+        // `chunk` the last one was short and the threads' shares differed by up to a unit (expert w1 on 2 threads:
+        // 70 and 74 of 144 groups, docs/PERFORMANCE.md "Thirty-sixth session").
+        const int64_t pairs = (groups + 1) / 2, threads = pool_.size();
+        const bool even = count == 1 && pw && threads > 1;
+        const int64_t even_units = std::min(pairs, ((groups + chunk - 1) / chunk + threads - 1) / threads * threads);
         for (int64_t i0 = 0; i0 < a.n; i0 += item_rows) {
             items.push_back({&p, pw, i0, std::min(item_rows, a.n - i0)});
-            for (int64_t g0 = 0; g0 < groups; g0 += chunk)
-                units.push_back({static_cast<int64_t>(items.size()) - 1, g0, std::min(groups, g0 + chunk)});
+            const int64_t item = static_cast<int64_t>(items.size()) - 1;
+            if (even) {
+                for (int64_t u = 0; u < even_units; ++u)
+                    units.push_back({item, 2 * (u * pairs / even_units),
+                                     std::min(groups, 2 * ((u + 1) * pairs / even_units))});
+                continue;
+            }
+            for (int64_t g0 = 0; g0 < groups; g0 += chunk) units.push_back({item, g0, std::min(groups, g0 + chunk)});
         }
     }
     return call_groups;
