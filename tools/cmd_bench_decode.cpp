@@ -82,9 +82,9 @@ void print_thread_profile(const Round& round, int steps) {
     const ThreadProfile& p = round.threads;
     const double inside = p.wall_s / steps, step = round.step_seconds;
     const double thread_wall = p.wall_s * std::max(p.threads, 1);
-    fmt::print("\nthread pool of the median round, per step: {:.0f} calls ({:.0f} chunks) on {} threads, {:.3f} ms inside "
-               "them of the step's {:.3f} ms ({:.0f}%; the rest on the model's thread alone); inside them the threads "
-               "busy {:.0f}% (mean), the busiest {:.0f}%; shared activation preparation {:.3f} ms\n",
+    fmt::print("\nthread pool of the median round, per step: {:.0f} calls ({:.0f} chunks) on {} threads, {:.3f} ms "
+               "inside them of the step's {:.3f} ms ({:.0f}%; the rest on the model's thread alone); inside them the "
+               "threads busy {:.0f}% (mean), the busiest {:.0f}%; shared activation preparation {:.3f} ms\n",
                static_cast<double>(p.calls) / steps, static_cast<double>(p.chunks) / steps, p.threads, inside * 1e3,
                step * 1e3, 100.0 * inside / step, thread_wall > 0 ? 100.0 * p.busy_s / thread_wall : 0.0,
                p.wall_s > 0 ? 100.0 * p.busiest_s / p.wall_s : 0.0, p.shared_acts_s / steps * 1e3);

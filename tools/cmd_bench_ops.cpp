@@ -429,9 +429,10 @@ void print_thread_profile(const std::vector<Result>& results) {
         const ThreadProfile& p = r.threads;
         const double calls = static_cast<double>(std::max<int64_t>(r.calls, 1));
         const double thread_wall = p.wall_s * std::max(p.threads, 1);
-        fmt::print("{:<15} {:<10} {:>12} {:>3} {:>10.1f} {:>8.1f} {:>8.1f} {:>6} {:>8.1f} {:>7.0f}% {:>7.0f}%\n", r.kernel,
-                   r.weight, fmt::format("{}x{}", r.rows, r.cols), r.n, r.seconds * 1e6, p.wall_s / calls * 1e6,
-                   p.shared_acts_s / calls * 1e6, p.threads, static_cast<double>(p.chunks) / calls,
+        fmt::print("{:<15} {:<10} {:>12} {:>3} {:>10.1f} {:>8.1f} {:>8.1f} {:>6} {:>8.1f} {:>7.0f}% {:>7.0f}%\n",
+                   r.kernel, r.weight, fmt::format("{}x{}", r.rows, r.cols), r.n, r.seconds * 1e6,
+                   p.wall_s / calls * 1e6, p.shared_acts_s / calls * 1e6, p.threads,
+                   static_cast<double>(p.chunks) / calls,
                    thread_wall > 0 ? 100.0 * p.busy_s / thread_wall : 0.0,
                    p.wall_s > 0 ? 100.0 * p.busiest_s / p.wall_s : 0.0);
     }

@@ -29,11 +29,12 @@ bool zmm_half_rate();
 // use tile data granted (arch_prctl, asked once here), and DEEPINFER_AMX not off. One answer for the whole process,
 // as the kernel must serve every row count (row invariance, docs/numerics.md).
 bool amx_enabled();
-// How the AVX2 table's integer MXFP4 kernels take the VNNI dot products vpdpbusd / vpdpwssd on ymm registers: VEX-encoded
-// (AVX-VNNI: Alder Lake and later Intel cores, Sierra Forest, Zen 5), EVEX-encoded where the CPU has them only with
-// AVX-512 (AVX512-VNNI and AVX512VL: Cascade Lake, Ice Lake, Tiger Lake, Rocket Lake -- Intel's AVX-512 CPUs without
-// bf16, which run the AVX2 table), or not at all (AVX2-only CPUs, DEEPINFER_AVX_VNNI=off). DEEPINFER_AVX_VNNI=evex
-// takes the EVEX form where the CPU has both (tests). The sums are the same integers in every form: the same bits.
+// How the AVX2 table's integer MXFP4 kernels take the VNNI dot products vpdpbusd / vpdpwssd on ymm registers:
+// VEX-encoded (AVX-VNNI: Alder Lake and later Intel cores, Sierra Forest, Zen 5), EVEX-encoded where the CPU has them
+// only with AVX-512 (AVX512-VNNI and AVX512VL: Cascade Lake, Ice Lake, Tiger Lake, Rocket Lake -- Intel's AVX-512 CPUs
+// without bf16, which run the AVX2 table), or not at all (AVX2-only CPUs, DEEPINFER_AVX_VNNI=off).
+// DEEPINFER_AVX_VNNI=evex takes the EVEX form where the CPU has both (tests). The sums are the same integers in every
+// form: the same bits.
 enum class VnniEncoding { kNone, kVex, kEvex };
 VnniEncoding avx2_vnni_encoding();
 bool avx_vnni_enabled();  // avx2_vnni_encoding() != kNone

@@ -9,6 +9,8 @@
 #include <cstring>
 
 #include "backend/kernels.h"
+#include "core/cpu_features.h"
+#include "core/env.h"
 #include "op_harness.h"
 
 namespace deepinfer::testing {
@@ -154,6 +156,24 @@ const Shape kSmallShapes[] = {{1, 16, 32, 0},   {1, 1, 32, 3},    {2, 33, 64, 1}
 TEST(GemmFp8, SmallShapes) {
     uint64_t seed = 100;
     for (const Shape& s : kSmallShapes) run_fp8(s, seed++);
+}
+
+// The AVX2 table's integer MXFP4 kernels take the form DEEPINFER_AVX_VNNI asks for where the CPU has it (the ctest
+// variants ops.gemm_fp4_avx_vnni_off / _evex_vnni run these tests under each), else the best it has: VEX-encoded
+// VNNI, then EVEX-encoded, then none.
+TEST(GemmFp4, VnniFormFollowsTheSwitch) {
+    const CpuFeatures& f = cpu_features();
+    const bool evex = f.avx512_vnni && f.avx512vl;
+    const std::string forced = env::forced_avx_vnni();
+    VnniEncoding expect = f.avx_vnni ? VnniEncoding::kVex : evex ? VnniEncoding::kEvex : VnniEncoding::kNone;
+    if (forced == "off") expect = VnniEncoding::kNone;
+    if (forced == "evex" && evex) expect = VnniEncoding::kEvex;
+    EXPECT_EQ(avx2_vnni_encoding(), expect) << "DEEPINFER_AVX_VNNI=" << forced;
+    EXPECT_EQ(avx_vnni_enabled(), expect != VnniEncoding::kNone);
+    const std::string name = kernel_set_name(Isa::kAvx2);
+    EXPECT_EQ(name, expect == VnniEncoding::kVex    ? "avx2+vnni"
+                    : expect == VnniEncoding::kEvex ? "avx2+vnni(evex)"
+                                                    : "avx2");
 }
 
 TEST(GemmFp4, SmallShapes) {

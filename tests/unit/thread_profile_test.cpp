@@ -46,8 +46,8 @@ TEST(ThreadProfile, EachKindOfCall) {
     };
     const std::vector<Case> cases = {
         {"parallel_for of 40", [&] { pool.parallel_for(40, [&](size_t b, size_t e, int) { mark(b, e); }); }, 3},
-        {"parallel_for of 1 (on the caller)", [&] { pool.parallel_for(1, [&](size_t b, size_t e, int) { mark(b, e); }); },
-         1},
+        {"parallel_for of 1 (on the caller)",
+         [&] { pool.parallel_for(1, [&](size_t b, size_t e, int) { mark(b, e); }); }, 1},
         {"run_claimed_chunks of 7",
          [&] { pool.run_claimed_chunks(7, [&](int64_t c, int) { mark(static_cast<size_t>(c), c + 1); }); }, 7},
         {"run_on_all", [&] { pool.run_on_all([&](int t) { mark(static_cast<size_t>(t), t + 1); }); }, 3},
