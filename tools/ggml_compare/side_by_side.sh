@@ -6,7 +6,9 @@
 # /tmp/ggml-compare) receives ggml's build and the driver. Set ROWS / THREADS / ITERS to change the cases,
 # ISA=avx2 to build ggml for AVX2 (+FMA, F16C, BMI2) only and run deepinfer's AVX2 table without AVX-VNNI: both as
 # on an AVX2-only CPU (Zen 3); ISA=avx2vnni for both with AVX-VNNI too, as on an E-core Xeon (Sierra Forest) or
-# Alder Lake (a CPU with AVX-VNNI needed; keep a WORK_DIR per ISA).
+# Alder Lake (a CPU with AVX-VNNI needed; keep a WORK_DIR per ISA); ISA=avx512nobf16 as on Ice Lake / Cascade Lake:
+# ggml built for AVX-512 with VNNI and VBMI but no BF16 (what llama.cpp runs there), deepinfer's AVX2 table in its
+# EVEX VNNI form (its AVX-512 table needs bf16; needs a CPU with AVX512-VNNI).
 set -e
 SRC=${1:?usage: side_by_side.sh GGML_SRC [WORK_DIR]}
 WORK=${2:-/tmp/ggml-compare}
@@ -22,7 +24,10 @@ case "${ISA:-native}" in
         DI_ISA="--isa avx2"; export DEEPINFER_AVX_VNNI=off ;;
   avx2vnni) GGML_ISA="-DGGML_NATIVE=OFF -DGGML_AVX=ON -DGGML_AVX2=ON -DGGML_AVX_VNNI=ON -DGGML_FMA=ON -DGGML_F16C=ON"
         GGML_ISA="$GGML_ISA -DGGML_BMI2=ON"; DI_ISA="--isa avx2"; export DEEPINFER_AVX_VNNI=on ;;
-  *) echo "ISA must be native, avx2 or avx2vnni" >&2; exit 2 ;;
+  avx512nobf16) GGML_ISA="-DGGML_NATIVE=OFF -DGGML_AVX=ON -DGGML_AVX2=ON -DGGML_FMA=ON -DGGML_F16C=ON -DGGML_BMI2=ON"
+        GGML_ISA="$GGML_ISA -DGGML_AVX512=ON -DGGML_AVX512_VBMI=ON -DGGML_AVX512_VNNI=ON -DGGML_AVX512_BF16=OFF"
+        DI_ISA="--isa avx2"; export DEEPINFER_AVX_VNNI=evex ;;
+  *) echo "ISA must be native, avx2, avx2vnni or avx512nobf16" >&2; exit 2 ;;
 esac
 mkdir -p "$WORK"
 if [ ! -f "$WORK/build/src/libggml-cpu.a" ]; then
