@@ -118,7 +118,8 @@ bool amx_enabled() {
 VnniEncoding avx2_vnni_encoding() {
     static const VnniEncoding encoding = [] {
         const CpuFeatures& f = cpu_features();
-        const bool evex = f.avx512_vnni && f.avx512vl;  // (both imply the OS saves the EVEX state: zmm_ok)
+        // (the EVEX form's panel tile is on zmm: BW for its word shifts; each flag implies the OS saves the state)
+        const bool evex = f.avx512_vnni && f.avx512vl && f.avx512bw;
         const std::string forced = env::forced_avx_vnni();
         if (forced == "evex") {
             if (evex) return VnniEncoding::kEvex;

@@ -1,7 +1,8 @@
 """The AVX2 kernel table runs on AVX2-only CPUs (Zen 3): its objects may hold no instruction beyond AVX2, FMA and
-F16C, except the VNNI dot products of the integer MXFP4 kernels' VNNI forms, which the table calls only where cpuid
-shows them (src/backend/cpu/x86/avx2/fp4_chunk.h): VEX-encoded (AVX-VNNI) only in functions named with AvxVnni,
-EVEX-encoded on ymm0-15 (AVX512-VNNI with AVX512VL) only in those named with EvexVnni. Those kernels' files are
+F16C, except in the integer MXFP4 kernels' VNNI forms, which the table calls only where cpuid shows them
+(src/backend/cpu/x86/avx2/fp4_chunk.h): VEX-encoded VNNI (AVX-VNNI) only in functions named with AvxVnni, EVEX
+encodings (AVX512-VNNI with AVX512F / BW / VL: the dot products on ymm, the panel GEMM's zmm tile) only in those
+named with EvexVnni. Those kernels' files are
 built with -mavxvnni, so the compiler may use VNNI instructions anywhere in them -- in the plain form, or in a
 header's inline function whose copy the linker then shares with every other file. Nothing at run time on a VNNI
 machine would notice; this disassembles the backend library's AVX2 objects and checks. An instruction is EVEX-encoded
@@ -53,8 +54,8 @@ def main():
         beyond = BEYOND_AVX2.search(operands) or AMX.match(mnemonic)
         if VNNI.match(mnemonic) and not evex and "AvxVnni" in function and not beyond:
             vex_vnni += 1
-        elif VNNI.match(mnemonic) and evex and "EvexVnni" in function and not beyond:
-            evex_vnni += 1
+        elif "EvexVnni" in function and (evex or BEYOND_AVX2.search(operands)) and not AMX.match(mnemonic):
+            evex_vnni += VNNI.match(mnemonic) is not None
         elif VNNI.match(mnemonic) or evex or beyond:
             faults.append(f"{member}: {function}: {line.strip()}")
     # a scan that saw nothing proves nothing (the library's layout or objdump's format changed)
@@ -66,7 +67,7 @@ def main():
         print("\n".join(faults[:40]))
         sys.exit(1)
     print(f"{len(members)} AVX2 objects, {functions} functions: AVX2 only, but {vex_vnni} VEX-encoded VNNI "
-          f"instructions in the AvxVnni form and {evex_vnni} EVEX-encoded in the EvexVnni form")
+          f"instructions in the AvxVnni form and {evex_vnni} EVEX-encoded ones (AVX-512 too) in the EvexVnni form")
 
 
 if __name__ == "__main__":

@@ -293,9 +293,49 @@ __attribute__((always_inline)) inline void block_sums(const uint8_t* block, cons
 #undef DI_EVEX_ROW
 }
 
+// Block kb's partials of rows i0 .. i0 + R - 1 from their int32 sums s (rows 0-7, 8-15 of the group), scaled into the
+// rows' accumulators acc[R][16] (L1): the joined sums, or the block's fp32 chain where a row's shift says so.
+template <int R>
+__attribute__((always_inline)) inline void finish_block(const QuantGemmTask& t, const Panels& pn,
+                                                        const ExponentRange& range, int64_t i0, int64_t kb,
+                                                        const __m256i (&s)[R][2], float* acc) {
+    const int64_t kb_count = t.k / 32;
+    const Fp4PanelRow panel = fp4_panel_row(kb_count);
+    const uint8_t* row0 = t.fp4_row + i0 * panel.bytes;
+    const float* a = static_cast<const float*>(t.acts) + i0 * t.k;
+    const uint8_t* block = pn.codes + kb * kPanelBlockBytes;
+    const __m256 sw0 = _mm256_load_ps(pn.sw + kb * 16), sw1 = _mm256_load_ps(pn.sw + kb * 16 + 8);
+    const auto* exponents = reinterpret_cast<const __m256i*>(pn.sw_exponents + kb * 16);
+    const __m256i e0 = _mm256_load_si256(exponents), e1 = _mm256_load_si256(exponents + 1);
+#pragma GCC unroll 8
+    for (int r = 0; r < R; ++r) {
+        const uint8_t* row = row0 + r * panel.bytes;
+        const int shift = row[panel.shift + kb];
+        const float sa = t.act_scales[(i0 + r) * kb_count + kb];
+        __m256 p0, p1;
+        if (shift == kChainBlock) {
+            chain_block(block, a + r * t.k + kb * 32, p0, p1);
+            scale_into(acc + 16 * r, p0, p1, sw0, sw1, sa);
+            continue;
+        }
+        joined_sums(row, panel, block, kb, shift, s[r][0], s[r][1], p0, p1);
+        int32_t unit;
+        std::memcpy(&unit, row + panel.unit + 4 * kb, 4);
+        const auto sa_bits = std::bit_cast<int32_t>(sa);
+        const int32_t e = sa_bits >> 23 & 0xff, unit_e = (unit >> 23) - 135;  // (unit * 2^-8 = 2^unit_e, >= 2^7)
+        if (e >= range.lo && e + unit_e <= range.hi) {
+            const uint32_t sa_unit = std::bit_cast<uint32_t>(sa) + static_cast<uint32_t>(unit);  // (wraps)
+            scale_by_exponents(acc + 16 * r, p0, p1, e0, e1, static_cast<int32_t>(sa_unit));
+            continue;
+        }
+        const __m256 u = _mm256_set1_ps(std::bit_cast<float>(unit) * 0x1p-8f);  // (exact: a power of two)
+        scale_into(acc + 16 * r, _mm256_mul_ps(p0, u), _mm256_mul_ps(p1, u), sw0, sw1, sa);
+    }
+}
+
 // Rows i0 .. i0 + R - 1 over all of k against the decoded group g: per block, int32 sums in registers (16
 // pairs of columns, two `vpmaddwd` and two `vpaddd` a row and pair, in block_sums), then each row's
-// partial scaled into its accumulators in L1.
+// partial scaled into its accumulators in L1 (finish_block).
 // The first tile of a group also asks for the next group's codes into L2 (NextGroup). Form: PlainAvx2 or AvxVnni.
 // Out of line: the form's code stays in functions named with it (tests/ops/avx2_isa_check.py).
 template <int R, class Form>
@@ -304,7 +344,6 @@ __attribute__((noinline)) void tile(const QuantGemmTask& t, const Panels& pn, co
     const int64_t kb_count = t.k / 32;
     const Fp4PanelRow panel = fp4_panel_row(kb_count);
     const uint8_t* row0 = t.fp4_row + i0 * panel.bytes;
-    const float* a = static_cast<const float*>(t.acts) + i0 * t.k;
     float* acc = t.scratch;  // [R][16]
     for (int e = 0; e < 16 * R; e += 8) _mm256_store_ps(acc + e, _mm256_setzero_ps());
     for (int64_t kb = 0; kb < kb_count; ++kb) {
@@ -312,40 +351,66 @@ __attribute__((noinline)) void tile(const QuantGemmTask& t, const Panels& pn, co
 #pragma GCC unroll 8
         for (int r = 0; r < R; ++r) s[r][0] = s[r][1] = _mm256_setzero_si256();
         next.prefetch_block<Fp4Chunk::kChunks>(kb);
-        const uint8_t* words = row0 + panel.words + 64 * kb;
-        block_sums<R, Form>(pn.codes + kb * kPanelBlockBytes, words, panel.bytes, s);
-        const uint8_t* block = pn.codes + kb * kPanelBlockBytes;
-        const __m256 sw0 = _mm256_load_ps(pn.sw + kb * 16), sw1 = _mm256_load_ps(pn.sw + kb * 16 + 8);
-        const auto* exponents = reinterpret_cast<const __m256i*>(pn.sw_exponents + kb * 16);
-        const __m256i e0 = _mm256_load_si256(exponents), e1 = _mm256_load_si256(exponents + 1);
-#pragma GCC unroll 8
-        for (int r = 0; r < R; ++r) {
-            const uint8_t* row = row0 + r * panel.bytes;
-            const int shift = row[panel.shift + kb];
-            const float sa = t.act_scales[(i0 + r) * kb_count + kb];
-            __m256 p0, p1;
-            if (shift == kChainBlock) {
-                chain_block(block, a + r * t.k + kb * 32, p0, p1);
-                scale_into(acc + 16 * r, p0, p1, sw0, sw1, sa);
-                continue;
-            }
-            joined_sums(row, panel, block, kb, shift, s[r][0], s[r][1], p0, p1);
-            int32_t unit;
-            std::memcpy(&unit, row + panel.unit + 4 * kb, 4);
-            const auto sa_bits = std::bit_cast<int32_t>(sa);
-            const int32_t e = sa_bits >> 23 & 0xff, unit_e = (unit >> 23) - 135;  // (unit * 2^-8 = 2^unit_e, >= 2^7)
-            if (e >= range.lo && e + unit_e <= range.hi) {
-                const uint32_t sa_unit = std::bit_cast<uint32_t>(sa) + static_cast<uint32_t>(unit);  // (wraps)
-                scale_by_exponents(acc + 16 * r, p0, p1, e0, e1, static_cast<int32_t>(sa_unit));
-                continue;
-            }
-            const __m256 u = _mm256_set1_ps(std::bit_cast<float>(unit) * 0x1p-8f);  // (exact: a power of two)
-            scale_into(acc + 16 * r, _mm256_mul_ps(p0, u), _mm256_mul_ps(p1, u), sw0, sw1, sa);
-        }
+        block_sums<R, Form>(pn.codes + kb * kPanelBlockBytes, row0 + panel.words + 64 * kb, panel.bytes, s);
+        finish_block<R>(t, pn, range, i0, kb, s, acc);
     }
 #pragma GCC unroll 8
     for (int r = 0; r < R; ++r) store_rows(t, g, i0 + r, acc + 16 * r);
 }
+
+// The EvexVnni form's tile (CPUs with AVX512-VNNI, AVX512BW and VL: avx2_vnni_encoding() kEvex): the block's sums
+// on zmm registers, one vpdpwssd for the group's 16 weight rows (a 64-byte panel vector: rows 0-7 and 8-15 side by
+// side) where ymm takes two, the shifted and the masked pairs in two sets of chains. Built for AVX-512 by its
+// target attribute alone (the rest of the file stays AVX2; avx2_isa_check.py allows AVX-512 only in functions named
+// with EvexVnni); the sums are the same integers, the rest is finish_block's.
+#define DI_ZMM_TARGET __attribute__((target("avx512f,avx512bw,avx512vl,avx512vnni")))
+template <int R>
+DI_ZMM_TARGET __attribute__((noinline)) void tile_zmm(EvexVnni, const QuantGemmTask& t, const Panels& pn,
+                                                      const ExponentRange& range, int64_t g, int64_t i0,
+                                                      const NextGroup& next) {
+    const int64_t kb_count = t.k / 32;
+    const Fp4PanelRow panel = fp4_panel_row(kb_count);
+    const uint8_t* row0 = t.fp4_row + i0 * panel.bytes;
+    float* acc = t.scratch;  // [R][16]
+    for (int e = 0; e < 16 * R; e += 8) _mm256_store_ps(acc + e, _mm256_setzero_ps());
+    const __m512i high = _mm512_set1_epi16(static_cast<int16_t>(0xff00));
+    for (int64_t kb = 0; kb < kb_count; ++kb) {
+        next.prefetch_block<Fp4Chunk::kChunks>(kb);
+        const uint8_t* block = pn.codes + kb * kPanelBlockBytes;
+        const uint8_t* words = row0 + panel.words + 64 * kb;
+        __m512i even[R], odd[R];
+#pragma GCC unroll 8
+        for (int r = 0; r < R; ++r) even[r] = odd[r] = _mm512_setzero_si512();
+#pragma GCC unroll 4
+        for (int c = 0; c < Fp4Chunk::kChunks; ++c) {
+#pragma GCC unroll 2
+            for (int h = 0; h < 2; ++h) {  // the chunk's low-nibble vectors (pairs 4c, 4c + 2), then high (4c + 1, 4c + 3)
+                const __m512i v = _mm512_load_si512(block + 128 * c + 64 * h);
+                const __m512i shifted = _mm512_slli_epi16(v, 8), masked = _mm512_and_si512(v, high);
+#pragma GCC unroll 8
+                for (int r = 0; r < R; ++r) {
+                    const uint8_t* w = words + r * panel.bytes + 16 * c + 4 * h;
+                    int32_t x0, x1;
+                    std::memcpy(&x0, w, 4);
+                    std::memcpy(&x1, w + 8, 4);
+                    even[r] = _mm512_dpwssd_epi32(even[r], shifted, _mm512_set1_epi32(x0));
+                    odd[r] = _mm512_dpwssd_epi32(odd[r], masked, _mm512_set1_epi32(x1));
+                }
+            }
+        }
+        __m256i s[R][2];
+#pragma GCC unroll 8
+        for (int r = 0; r < R; ++r) {
+            const __m512i sum = _mm512_add_epi32(even[r], odd[r]);
+            s[r][0] = _mm512_castsi512_si256(sum);
+            s[r][1] = _mm512_extracti64x4_epi64(sum, 1);
+        }
+        finish_block<R>(t, pn, range, i0, kb, s, acc);
+    }
+#pragma GCC unroll 8
+    for (int r = 0; r < R; ++r) store_rows(t, g, i0 + r, acc + 16 * r);
+}
+#undef DI_ZMM_TARGET
 
 // Tiles of 4 rows: with 6 (the fp32 panel's) GCC spilled half the 12 accumulators, 5 did little better. (So did 6 in
 // the VNNI form, whose products need no temporaries: the sums array stayed on the stack, 0.8x the speed of 4.)
@@ -355,6 +420,17 @@ template <class Form>
 void tiles_of_group(const QuantGemmTask& t, const Panels& pn, const ExponentRange& range, int64_t g,
                     NextGroup next) {
     int64_t i = 0;
+    if constexpr (Form::kEvex) {
+        for (; i + kTileRows <= t.n; i += kTileRows, next = NextGroup{})
+            tile_zmm<kTileRows>(Form{}, t, pn, range, g, i, next);
+        switch (t.n - i) {
+            case 3: tile_zmm<3>(Form{}, t, pn, range, g, i, next); break;
+            case 2: tile_zmm<2>(Form{}, t, pn, range, g, i, next); break;
+            case 1: tile_zmm<1>(Form{}, t, pn, range, g, i, next); break;
+            default: break;
+        }
+        return;
+    }
     for (; i + kTileRows <= t.n; i += kTileRows, next = NextGroup{}) tile<kTileRows, Form>(t, pn, range, g, i, next);
     switch (t.n - i) {
         case 3: tile<3, Form>(t, pn, range, g, i, next); break;
