@@ -293,44 +293,38 @@ __attribute__((always_inline)) inline void block_sums(const uint8_t* block, cons
 #undef DI_EVEX_ROW
 }
 
-// Block kb's partials of rows i0 .. i0 + R - 1 from their int32 sums s (rows 0-7, 8-15 of the group), scaled into the
-// rows' accumulators acc[R][16] (L1): the joined sums, or the block's fp32 chain where a row's shift says so.
-template <int R>
-__attribute__((always_inline)) inline void finish_block(const QuantGemmTask& t, const Panels& pn,
-                                                        const ExponentRange& range, int64_t i0, int64_t kb,
-                                                        const __m256i (&s)[R][2], float* acc) {
+// Row i0 + r's partial of block kb from its int32 sums (s0: rows 0-7 of the group, s1: rows 8-15), scaled into its
+// accumulators acc[16] (L1): the joined sums, or the block's fp32 chain where the row's shift says so.
+__attribute__((always_inline)) inline void finish_row(const QuantGemmTask& t, const Panels& pn,
+                                                      const ExponentRange& range, int64_t i0, int64_t kb, int r,
+                                                      __m256i s0, __m256i s1, float* acc) {
     const int64_t kb_count = t.k / 32;
     const Fp4PanelRow panel = fp4_panel_row(kb_count);
-    const uint8_t* row0 = t.fp4_row + i0 * panel.bytes;
-    const float* a = static_cast<const float*>(t.acts) + i0 * t.k;
+    const uint8_t* row = t.fp4_row + (i0 + r) * panel.bytes;
     const uint8_t* block = pn.codes + kb * kPanelBlockBytes;
     const __m256 sw0 = _mm256_load_ps(pn.sw + kb * 16), sw1 = _mm256_load_ps(pn.sw + kb * 16 + 8);
-    const auto* exponents = reinterpret_cast<const __m256i*>(pn.sw_exponents + kb * 16);
-    const __m256i e0 = _mm256_load_si256(exponents), e1 = _mm256_load_si256(exponents + 1);
-#pragma GCC unroll 8
-    for (int r = 0; r < R; ++r) {
-        const uint8_t* row = row0 + r * panel.bytes;
-        const int shift = row[panel.shift + kb];
-        const float sa = t.act_scales[(i0 + r) * kb_count + kb];
-        __m256 p0, p1;
-        if (shift == kChainBlock) {
-            chain_block(block, a + r * t.k + kb * 32, p0, p1);
-            scale_into(acc + 16 * r, p0, p1, sw0, sw1, sa);
-            continue;
-        }
-        joined_sums(row, panel, block, kb, shift, s[r][0], s[r][1], p0, p1);
-        int32_t unit;
-        std::memcpy(&unit, row + panel.unit + 4 * kb, 4);
-        const auto sa_bits = std::bit_cast<int32_t>(sa);
-        const int32_t e = sa_bits >> 23 & 0xff, unit_e = (unit >> 23) - 135;  // (unit * 2^-8 = 2^unit_e, >= 2^7)
-        if (e >= range.lo && e + unit_e <= range.hi) {
-            const uint32_t sa_unit = std::bit_cast<uint32_t>(sa) + static_cast<uint32_t>(unit);  // (wraps)
-            scale_by_exponents(acc + 16 * r, p0, p1, e0, e1, static_cast<int32_t>(sa_unit));
-            continue;
-        }
-        const __m256 u = _mm256_set1_ps(std::bit_cast<float>(unit) * 0x1p-8f);  // (exact: a power of two)
-        scale_into(acc + 16 * r, _mm256_mul_ps(p0, u), _mm256_mul_ps(p1, u), sw0, sw1, sa);
+    const int shift = row[panel.shift + kb];
+    const float sa = t.act_scales[(i0 + r) * kb_count + kb];
+    __m256 p0, p1;
+    if (shift == kChainBlock) {
+        chain_block(block, static_cast<const float*>(t.acts) + (i0 + r) * t.k + kb * 32, p0, p1);
+        scale_into(acc, p0, p1, sw0, sw1, sa);
+        return;
     }
+    joined_sums(row, panel, block, kb, shift, s0, s1, p0, p1);
+    int32_t unit;
+    std::memcpy(&unit, row + panel.unit + 4 * kb, 4);
+    const auto sa_bits = std::bit_cast<int32_t>(sa);
+    const int32_t e = sa_bits >> 23 & 0xff, unit_e = (unit >> 23) - 135;  // (unit * 2^-8 = 2^unit_e, >= 2^7)
+    if (e >= range.lo && e + unit_e <= range.hi) {
+        const auto* exponents = reinterpret_cast<const __m256i*>(pn.sw_exponents + kb * 16);
+        const uint32_t sa_unit = std::bit_cast<uint32_t>(sa) + static_cast<uint32_t>(unit);  // (wraps)
+        scale_by_exponents(acc, p0, p1, _mm256_load_si256(exponents), _mm256_load_si256(exponents + 1),
+                           static_cast<int32_t>(sa_unit));
+        return;
+    }
+    const __m256 u = _mm256_set1_ps(std::bit_cast<float>(unit) * 0x1p-8f);  // (exact: a power of two)
+    scale_into(acc, _mm256_mul_ps(p0, u), _mm256_mul_ps(p1, u), sw0, sw1, sa);
 }
 
 // Rows i0 .. i0 + R - 1 over all of k against the decoded group g: per block, int32 sums in registers (16
@@ -352,7 +346,8 @@ __attribute__((noinline)) void tile(const QuantGemmTask& t, const Panels& pn, co
         for (int r = 0; r < R; ++r) s[r][0] = s[r][1] = _mm256_setzero_si256();
         next.prefetch_block<Fp4Chunk::kChunks>(kb);
         block_sums<R, Form>(pn.codes + kb * kPanelBlockBytes, row0 + panel.words + 64 * kb, panel.bytes, s);
-        finish_block<R>(t, pn, range, i0, kb, s, acc);
+#pragma GCC unroll 8
+        for (int r = 0; r < R; ++r) finish_row(t, pn, range, i0, kb, r, s[r][0], s[r][1], acc + 16 * r);
     }
 #pragma GCC unroll 8
     for (int r = 0; r < R; ++r) store_rows(t, g, i0 + r, acc + 16 * r);
@@ -398,14 +393,28 @@ DI_ZMM_TARGET __attribute__((noinline)) void tile_zmm(EvexVnni, const QuantGemmT
                 }
             }
         }
-        __m256i s[R][2];
+        // the rows without lows or a chain whose scaling is exponent arithmetic (scale_by_exponents) on all 16
+        // outputs at once; the others by finish_row on the halves
+        const __m512i exponents = _mm512_load_si512(pn.sw_exponents + kb * 16);
 #pragma GCC unroll 8
         for (int r = 0; r < R; ++r) {
             const __m512i sum = _mm512_add_epi32(even[r], odd[r]);
-            s[r][0] = _mm512_castsi512_si256(sum);
-            s[r][1] = _mm512_extracti64x4_epi64(sum, 1);
+            const uint8_t* row = row0 + r * panel.bytes;
+            const float sa = t.act_scales[(i0 + r) * kb_count + kb];
+            int32_t unit;
+            std::memcpy(&unit, row + panel.unit + 4 * kb, 4);
+            const auto sa_bits = std::bit_cast<uint32_t>(sa);
+            const int32_t e = static_cast<int32_t>(sa_bits >> 23 & 0xff), unit_e = (unit >> 23) - 135;
+            if (row[panel.shift + kb] == 0 && e >= range.lo && e + unit_e <= range.hi) {
+                const __m512i c = _mm512_set1_epi32(static_cast<int32_t>(sa_bits + static_cast<uint32_t>(unit)));
+                const __m512 y = _mm512_castsi512_ps(_mm512_add_epi32(c, exponents));
+                float* a16 = acc + 16 * r;
+                _mm512_store_ps(a16, _mm512_fmadd_ps(_mm512_cvtepi32_ps(sum), y, _mm512_load_ps(a16)));
+                continue;
+            }
+            finish_row(t, pn, range, i0, kb, r, _mm512_castsi512_si256(sum), _mm512_extracti64x4_epi64(sum, 1),
+                       acc + 16 * r);
         }
-        finish_block<R>(t, pn, range, i0, kb, s, acc);
     }
 #pragma GCC unroll 8
     for (int r = 0; r < R; ++r) store_rows(t, g, i0 + r, acc + 16 * r);
