@@ -366,8 +366,10 @@ DI_ZMM_TARGET __attribute__((noinline)) void tile_zmm(EvexVnni, const QuantGemmT
     const int64_t kb_count = t.k / 32;
     const Fp4PanelRow panel = fp4_panel_row(kb_count);
     const uint8_t* row0 = t.fp4_row + i0 * panel.bytes;
-    float* acc = t.scratch;  // [R][16]
-    for (int e = 0; e < 16 * R; e += 8) _mm256_store_ps(acc + e, _mm256_setzero_ps());
+    float* acc = t.scratch;  // [R][16]: the rows' accumulators where finish_row takes them
+    __m512 accz[R];          // ... and in registers in between (a store and reload per block made a chain through L1)
+#pragma GCC unroll 8
+    for (int r = 0; r < R; ++r) accz[r] = _mm512_setzero_ps();
     const __m512i high = _mm512_set1_epi16(static_cast<int16_t>(0xff00));
     for (int64_t kb = 0; kb < kb_count; ++kb) {
         next.prefetch_block<Fp4Chunk::kChunks>(kb);
@@ -408,16 +410,20 @@ DI_ZMM_TARGET __attribute__((noinline)) void tile_zmm(EvexVnni, const QuantGemmT
             if (row[panel.shift + kb] == 0 && e >= range.lo && e + unit_e <= range.hi) {
                 const __m512i c = _mm512_set1_epi32(static_cast<int32_t>(sa_bits + static_cast<uint32_t>(unit)));
                 const __m512 y = _mm512_castsi512_ps(_mm512_add_epi32(c, exponents));
-                float* a16 = acc + 16 * r;
-                _mm512_store_ps(a16, _mm512_fmadd_ps(_mm512_cvtepi32_ps(sum), y, _mm512_load_ps(a16)));
+                accz[r] = _mm512_fmadd_ps(_mm512_cvtepi32_ps(sum), y, accz[r]);
                 continue;
             }
+            _mm512_store_ps(acc + 16 * r, accz[r]);
             finish_row(t, pn, range, i0, kb, r, _mm512_castsi512_si256(sum), _mm512_extracti64x4_epi64(sum, 1),
                        acc + 16 * r);
+            accz[r] = _mm512_load_ps(acc + 16 * r);
         }
     }
 #pragma GCC unroll 8
-    for (int r = 0; r < R; ++r) store_rows(t, g, i0 + r, acc + 16 * r);
+    for (int r = 0; r < R; ++r) {
+        _mm512_store_ps(acc + 16 * r, accz[r]);
+        store_rows(t, g, i0 + r, acc + 16 * r);
+    }
 }
 #undef DI_ZMM_TARGET
 
