@@ -17,7 +17,7 @@ import sys
 
 # AVX-VNNI (and AVX-VNNI-INT8 / INT16) dot products; EVEX-only registers, masks and forms (AVX-512); AMX.
 VNNI = re.compile(r"^vpdp[bw]")
-BEYOND_AVX2 = re.compile(r"%zmm|%[xy]mm(1[6-9]|2\d|3[01])\b|%k[0-7]\b|\{evex\}")
+BEYOND_AVX2 = re.compile(r"%zmm|%[xy]mm(1[6-9]|2\d|3[01])\b|%k[0-7]\b")  # (EVEX itself: by its first byte)
 AMX = re.compile(r"^(tdp|tileload|tilestore|tilezero|ldtilecfg|sttilecfg|tilerelease)")
 MEMBER = re.compile(r"^(\S+\.o):\s+file format")
 FUNCTION = re.compile(r"^[0-9a-f]+ <(.*)>:$")

@@ -163,7 +163,8 @@ inline NextGroup next_group(const QuantGemmTask& t, int64_t g) {
 // core/cpu_features.h avx2_vnni_encoding(). All sum the same integers: the same bits.
 // Their translation units are built with -mavxvnni for the VNNI intrinsics (src/backend/CMakeLists.txt), so nothing
 // but review stops the compiler from using a VNNI instruction in the plain form, which AVX2-only CPUs (Zen 3) run;
-// the EVEX form is inline assembly (vnni_dot.h; the files are not built for AVX-512).
+// the EVEX form's dot products are inline assembly (vnni_dot.h) and its panel GEMM tile a function built for AVX-512
+// by its target attribute (gemm_fp4_int_avx2.cpp tile_zmm); the files themselves are not built for AVX-512.
 // tests/ops/avx2_isa_check.py disassembles the AVX2 objects and allows VEX-encoded VNNI only in functions named with
 // AvxVnni, EVEX-encoded only in those named with EvexVnni.
 struct PlainAvx2 {

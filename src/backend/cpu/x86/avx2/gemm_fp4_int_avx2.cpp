@@ -201,8 +201,6 @@ __attribute__((always_inline)) inline void block_sums(const uint8_t* block, cons
     // One row's products of a pair: x its pair broadcast, w0 / w1 the pair's weights of rows 0-7 / 8-15.
 #define DI_VNNI_ROW(x, w0, w1, s0, s1) \
     "%{vex%} vpdpwssd " w0 ", " x ", " s0 "\n\t%{vex%} vpdpwssd " w1 ", " x ", " s1 "\n\t"
-#define DI_EVEX_ROW(x, w0, w1, s0, s1) \
-    "%{evex%} vpdpwssd " w0 ", " x ", " s0 "\n\t%{evex%} vpdpwssd " w1 ", " x ", " s1 "\n\t"
 #define DI_PLAIN_ROW(x, w0, w1, s0, s1)                                                     \
     "vpmaddwd " w0 ", " x ", %%ymm3\n\tvpaddd %%ymm3, " s0 ", " s0 "\n\tvpmaddwd " w1 ", " x \
     ", %%ymm3\n\tvpaddd %%ymm3, " s1 ", " s1 "\n\t"
@@ -241,26 +239,20 @@ __attribute__((always_inline)) inline void block_sums(const uint8_t* block, cons
             : DI_UNPAREN outputs, [p] "+r"(block), [w] "+r"(words)                                                    \
             : [b] "r"(stride), [end] "r"(end), [high] "x"(high)                                                       \
             : DI_CLOBBERS)
-    // The VNNI forms' loops, with ROW the encoding's (VEX or EVEX: the same instruction, fp4_chunk.h).
-#define DI_VNNI_LOOPS(ROW)                                                                                    \
-    if constexpr (R < 3) {                                                                                    \
-        __m256i t[R][2];                                                                                      \
-        for (int r = 0; r < R; ++r) t[r][0] = t[r][1] = _mm256_setzero_si256();                               \
-        if constexpr (R == 1) DI_SUMS_LOOP(DI_ROWS1, ROW, b, "", (DI_OUTS1(a, s), DI_OUTS1(b, t)));           \
-        else DI_SUMS_LOOP(DI_ROWS2, ROW, b, "", (DI_OUTS2(a, s), DI_OUTS2(b, t)));                             \
-        for (int r = 0; r < R; ++r) {                                                                         \
-            s[r][0] = _mm256_add_epi32(s[r][0], t[r][0]);                                                     \
-            s[r][1] = _mm256_add_epi32(s[r][1], t[r][1]);                                                     \
-        }                                                                                                     \
-    } else if constexpr (R == 3) {                                                                            \
-        DI_SUMS_LOOP(DI_ROWS3, ROW, a, "", (DI_OUTS3(a, s)));                                                 \
-    } else {                                                                                                  \
-        DI_SUMS_LOOP(DI_ROWS4, ROW, a, "add $16, %[w3]\n\t", (DI_OUTS4(a, s), [w3] "+r"(words3)));           \
-    }
-    if constexpr (Form::kEvex) {
-        DI_VNNI_LOOPS(DI_EVEX_ROW)
+    static_assert(!Form::kEvex, "the EvexVnni form sums on zmm (tile_zmm)");
+    if constexpr (Form::kVnni && R < 3) {
+        __m256i t[R][2];
+        for (int r = 0; r < R; ++r) t[r][0] = t[r][1] = _mm256_setzero_si256();
+        if constexpr (R == 1) DI_SUMS_LOOP(DI_ROWS1, DI_VNNI_ROW, b, "", (DI_OUTS1(a, s), DI_OUTS1(b, t)));
+        else DI_SUMS_LOOP(DI_ROWS2, DI_VNNI_ROW, b, "", (DI_OUTS2(a, s), DI_OUTS2(b, t)));
+        for (int r = 0; r < R; ++r) {
+            s[r][0] = _mm256_add_epi32(s[r][0], t[r][0]);
+            s[r][1] = _mm256_add_epi32(s[r][1], t[r][1]);
+        }
+    } else if constexpr (Form::kVnni && R == 3) {
+        DI_SUMS_LOOP(DI_ROWS3, DI_VNNI_ROW, a, "", (DI_OUTS3(a, s)));
     } else if constexpr (Form::kVnni) {
-        DI_VNNI_LOOPS(DI_VNNI_ROW)
+        DI_SUMS_LOOP(DI_ROWS4, DI_VNNI_ROW, a, "add $16, %[w3]\n\t", (DI_OUTS4(a, s), [w3] "+r"(words3)));
     } else if constexpr (R == 1) {
         DI_SUMS_LOOP(DI_ROWS1, DI_PLAIN_ROW, a, "", (DI_OUTS1(a, s)));
     } else if constexpr (R == 2) {
@@ -270,7 +262,6 @@ __attribute__((always_inline)) inline void block_sums(const uint8_t* block, cons
     } else {
         DI_SUMS_LOOP(DI_ROWS4, DI_PLAIN_ROW, a, "add $16, %[w3]\n\t", (DI_OUTS4(a, s), [w3] "+r"(words3)));
     }
-#undef DI_VNNI_LOOPS
 #undef DI_SUMS_LOOP
 #undef DI_UNPAREN
 #undef DI_OUTS4
@@ -290,7 +281,19 @@ __attribute__((always_inline)) inline void block_sums(const uint8_t* block, cons
 #undef DI_CLOBBERS
 #undef DI_PLAIN_ROW
 #undef DI_VNNI_ROW
-#undef DI_EVEX_ROW
+}
+
+// Whether a row's block kb (activation scale sa) is scaled by exponent arithmetic (scale_by_exponents: ExponentRange
+// admits its scale and unit), and then the bits it adds to the block scale's exponents: bits(sa) + bits(unit).
+__attribute__((always_inline)) inline bool exponent_scaled(const uint8_t* row, const Fp4PanelRow& panel, int64_t kb,
+                                                           float sa, const ExponentRange& range, int32_t& sa_unit) {
+    int32_t unit;
+    std::memcpy(&unit, row + panel.unit + 4 * kb, 4);
+    const auto sa_bits = std::bit_cast<uint32_t>(sa);
+    const auto e = static_cast<int32_t>(sa_bits >> 23 & 0xff);
+    const int32_t unit_e = (unit >> 23) - 135;  // (unit * 2^-8 = 2^unit_e, >= 2^7)
+    sa_unit = static_cast<int32_t>(sa_bits + static_cast<uint32_t>(unit));  // (wraps)
+    return e >= range.lo && e + unit_e <= range.hi;
 }
 
 // Row i0 + r's partial of block kb from its int32 sums (s0: rows 0-7 of the group, s1: rows 8-15), scaled into its
@@ -312,24 +315,21 @@ __attribute__((always_inline)) inline void finish_row(const QuantGemmTask& t, co
         return;
     }
     joined_sums(row, panel, block, kb, shift, s0, s1, p0, p1);
-    int32_t unit;
-    std::memcpy(&unit, row + panel.unit + 4 * kb, 4);
-    const auto sa_bits = std::bit_cast<int32_t>(sa);
-    const int32_t e = sa_bits >> 23 & 0xff, unit_e = (unit >> 23) - 135;  // (unit * 2^-8 = 2^unit_e, >= 2^7)
-    if (e >= range.lo && e + unit_e <= range.hi) {
+    int32_t sa_unit;
+    if (exponent_scaled(row, panel, kb, sa, range, sa_unit)) {
         const auto* exponents = reinterpret_cast<const __m256i*>(pn.sw_exponents + kb * 16);
-        const uint32_t sa_unit = std::bit_cast<uint32_t>(sa) + static_cast<uint32_t>(unit);  // (wraps)
-        scale_by_exponents(acc, p0, p1, _mm256_load_si256(exponents), _mm256_load_si256(exponents + 1),
-                           static_cast<int32_t>(sa_unit));
+        scale_by_exponents(acc, p0, p1, _mm256_load_si256(exponents), _mm256_load_si256(exponents + 1), sa_unit);
         return;
     }
+    int32_t unit;
+    std::memcpy(&unit, row + panel.unit + 4 * kb, 4);
     const __m256 u = _mm256_set1_ps(std::bit_cast<float>(unit) * 0x1p-8f);  // (exact: a power of two)
     scale_into(acc, _mm256_mul_ps(p0, u), _mm256_mul_ps(p1, u), sw0, sw1, sa);
 }
 
 // Rows i0 .. i0 + R - 1 over all of k against the decoded group g: per block, int32 sums in registers (16
 // pairs of columns, two `vpmaddwd` and two `vpaddd` a row and pair, in block_sums), then each row's
-// partial scaled into its accumulators in L1 (finish_block).
+// partial scaled into its accumulators in L1 (finish_row).
 // The first tile of a group also asks for the next group's codes into L2 (NextGroup). Form: PlainAvx2 or AvxVnni.
 // Out of line: the form's code stays in functions named with it (tests/ops/avx2_isa_check.py).
 template <int R, class Form>
@@ -357,12 +357,11 @@ __attribute__((noinline)) void tile(const QuantGemmTask& t, const Panels& pn, co
 // on zmm registers, one vpdpwssd for the group's 16 weight rows (a 64-byte panel vector: rows 0-7 and 8-15 side by
 // side) where ymm takes two, the shifted and the masked pairs in two sets of chains. Built for AVX-512 by its
 // target attribute alone (the rest of the file stays AVX2; avx2_isa_check.py allows AVX-512 only in functions named
-// with EvexVnni); the sums are the same integers, the rest is finish_block's.
-#define DI_ZMM_TARGET __attribute__((target("avx512f,avx512bw,avx512vl,avx512vnni")))
+// with EvexVnni); the sums are the same integers, and rows off its fast scaling take finish_row.
 template <int R>
-DI_ZMM_TARGET __attribute__((noinline)) void tile_zmm(EvexVnni, const QuantGemmTask& t, const Panels& pn,
-                                                      const ExponentRange& range, int64_t g, int64_t i0,
-                                                      const NextGroup& next) {
+__attribute__((target("avx512f,avx512bw,avx512vl,avx512vnni"), noinline)) void tile_zmm(
+    EvexVnni, const QuantGemmTask& t, const Panels& pn, const ExponentRange& range, int64_t g, int64_t i0,
+    const NextGroup& next) {
     const int64_t kb_count = t.k / 32;
     const Fp4PanelRow panel = fp4_panel_row(kb_count);
     const uint8_t* row0 = t.fp4_row + i0 * panel.bytes;
@@ -381,7 +380,8 @@ DI_ZMM_TARGET __attribute__((noinline)) void tile_zmm(EvexVnni, const QuantGemmT
 #pragma GCC unroll 4
         for (int c = 0; c < Fp4Chunk::kChunks; ++c) {
 #pragma GCC unroll 2
-            for (int h = 0; h < 2; ++h) {  // the chunk's low-nibble vectors (pairs 4c, 4c + 2), then high (4c + 1, 4c + 3)
+            // the chunk's low-nibble vectors (pairs 4c, 4c + 2), then its high ones (4c + 1, 4c + 3)
+            for (int h = 0; h < 2; ++h) {
                 const __m512i v = _mm512_load_si512(block + 128 * c + 64 * h);
                 const __m512i shifted = _mm512_slli_epi16(v, 8), masked = _mm512_and_si512(v, high);
 #pragma GCC unroll 8
@@ -403,12 +403,9 @@ DI_ZMM_TARGET __attribute__((noinline)) void tile_zmm(EvexVnni, const QuantGemmT
             const __m512i sum = _mm512_add_epi32(even[r], odd[r]);
             const uint8_t* row = row0 + r * panel.bytes;
             const float sa = t.act_scales[(i0 + r) * kb_count + kb];
-            int32_t unit;
-            std::memcpy(&unit, row + panel.unit + 4 * kb, 4);
-            const auto sa_bits = std::bit_cast<uint32_t>(sa);
-            const int32_t e = static_cast<int32_t>(sa_bits >> 23 & 0xff), unit_e = (unit >> 23) - 135;
-            if (row[panel.shift + kb] == 0 && e >= range.lo && e + unit_e <= range.hi) {
-                const __m512i c = _mm512_set1_epi32(static_cast<int32_t>(sa_bits + static_cast<uint32_t>(unit)));
+            int32_t sa_unit;
+            if (row[panel.shift + kb] == 0 && exponent_scaled(row, panel, kb, sa, range, sa_unit)) {
+                const __m512i c = _mm512_set1_epi32(sa_unit);
                 const __m512 y = _mm512_castsi512_ps(_mm512_add_epi32(c, exponents));
                 accz[r] = _mm512_fmadd_ps(_mm512_cvtepi32_ps(sum), y, accz[r]);
                 continue;
@@ -425,7 +422,6 @@ DI_ZMM_TARGET __attribute__((noinline)) void tile_zmm(EvexVnni, const QuantGemmT
         store_rows(t, g, i0 + r, acc + 16 * r);
     }
 }
-#undef DI_ZMM_TARGET
 
 // Tiles of 4 rows: with 6 (the fp32 panel's) GCC spilled half the 12 accumulators, 5 did little better. (So did 6 in
 // the VNNI form, whose products need no temporaries: the sums array stayed on the stack, 0.8x the speed of 4.)
@@ -434,23 +430,17 @@ constexpr int kTileRows = 4;
 template <class Form>
 void tiles_of_group(const QuantGemmTask& t, const Panels& pn, const ExponentRange& range, int64_t g,
                     NextGroup next) {
+    // the EvexVnni form's tile on zmm, the others' on ymm
+    auto run = [&]<int R>(int64_t i) {
+        if constexpr (Form::kEvex) tile_zmm<R>(Form{}, t, pn, range, g, i, next);
+        else tile<R, Form>(t, pn, range, g, i, next);
+    };
     int64_t i = 0;
-    if constexpr (Form::kEvex) {
-        for (; i + kTileRows <= t.n; i += kTileRows, next = NextGroup{})
-            tile_zmm<kTileRows>(Form{}, t, pn, range, g, i, next);
-        switch (t.n - i) {
-            case 3: tile_zmm<3>(Form{}, t, pn, range, g, i, next); break;
-            case 2: tile_zmm<2>(Form{}, t, pn, range, g, i, next); break;
-            case 1: tile_zmm<1>(Form{}, t, pn, range, g, i, next); break;
-            default: break;
-        }
-        return;
-    }
-    for (; i + kTileRows <= t.n; i += kTileRows, next = NextGroup{}) tile<kTileRows, Form>(t, pn, range, g, i, next);
+    for (; i + kTileRows <= t.n; i += kTileRows, next = NextGroup{}) run.template operator()<kTileRows>(i);
     switch (t.n - i) {
-        case 3: tile<3, Form>(t, pn, range, g, i, next); break;
-        case 2: tile<2, Form>(t, pn, range, g, i, next); break;
-        case 1: tile<1, Form>(t, pn, range, g, i, next); break;
+        case 3: run.template operator()<3>(i); break;
+        case 2: run.template operator()<2>(i); break;
+        case 1: run.template operator()<1>(i); break;
         default: break;
     }
 }
