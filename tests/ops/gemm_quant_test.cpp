@@ -471,14 +471,17 @@ TEST(GemmFp4, ScaleProductsLeavingTheNormalRange) {
                 Fp4Matrix wt = overflowing;
                 if (prepared) table->prepare_fp4(overflowing, &pw, pool), wt.prepared = &pw;
                 table->gemm_fp4(a, wt, out.data(), 16, pool);
-                int64_t infinite = 0;
+                int64_t infinite = 0, finite = 0;
                 for (int64_t e = 0; e < n * 16; ++e) {
                     const float r = bf16_to_float(ref[e]), o = bf16_to_float(out[e]);
                     infinite += !std::isfinite(r);
+                    finite += std::isfinite(r);
                     if (std::isfinite(r)) EXPECT_EQ(r, o) << "output " << e;
                     else EXPECT_FALSE(std::isfinite(o)) << "output " << e << ": " << o;
                 }
+                // both branches above must have outputs to check: the code 254 rows overflow, the code 127 ones not
                 EXPECT_GE(infinite, n * 8) << "the code 254 rows' outputs are expected to overflow";
+                EXPECT_GE(finite, n * 8) << "the code 127 rows' outputs are expected to stay finite";
             }
     }
 }
