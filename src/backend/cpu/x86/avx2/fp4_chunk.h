@@ -186,6 +186,15 @@ inline void with_form(F&& f) {
     }
 }
 
+// Whether a GEMM of n activation rows runs the panel GEMM (gemm_fp4_int; its rows in the form Fp4PanelRow): from
+// kStreamRows + 1 rows, and from 3 in the EvexVnni form, whose zmm tiles took w1 / w2 (Zen 5, streamed, two threads)
+// at 4 rows from 385-391 us on the planes (gemm_fp4_few_rows) to 308-324, at 3 from 300-314 to 249-268; at 2 rows
+// both 229-263.
+inline constexpr int64_t kEvexPanelMinRows = 3;
+inline bool fp4_panel_rows(int64_t n) {
+    return n > kStreamRows || (n >= kEvexPanelMinRows && avx2_vnni_encoding() == VnniEncoding::kEvex);
+}
+
 // The MXFP4 GEMV of one activation row in its integer form (t.n == 1, t.fp4_row set; gemv_fp4_int_avx2.cpp).
 void gemv_fp4_int(const QuantGemmTask& t);
 // The MXFP4 GEMM of 2-4 rows on the planes (t.fp4_row set: 2 rows, 3-4 with AVX-VNNI; gemm_fp4_few_rows_avx2.cpp).

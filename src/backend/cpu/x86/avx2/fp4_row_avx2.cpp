@@ -160,18 +160,16 @@ void broadcast_planes(int64_t kb_count, uint8_t* out) {
 
 }  // namespace
 
-// The AVX2 MXFP4 GEMM reads the planes for one row (its GEMV), the planes and their broadcast dwords for two
-// rows, nothing for 3-4 rows (those run on fp32 columns) and the panel rows for more (gemm_quant_avx2.cpp
-// gemm_fp4).
-// 1 row: the GEMV's planes; 2 rows (3-4 with AVX-VNNI): broadcast too (gemm_fp4_few_rows_avx2.cpp); 3-4 rows
-// without it: none (the fp32 kernel); 5+: the panel GEMM's words.
+// What the AVX2 MXFP4 GEMM of n rows reads (gemm_quant_avx2.cpp gemm_fp4): the panel GEMM's words where it runs
+// (fp4_panel_rows: 5+ rows, 3+ in the EvexVnni form); else for 1 row the GEMV's planes, for 2 (3-4 with AVX-VNNI)
+// the planes and their broadcast dwords (gemm_fp4_few_rows_avx2.cpp), for 3-4 without it nothing (the fp32 kernel).
 int64_t fp4_row_bytes(int64_t k, int64_t n) {
+    if (fp4_panel_rows(n)) return fp4_panel_row(k / 32).bytes;
     if (n == 1) return fp4_row_layout(k / 32).bytes;
-    if (n == 2 || (n <= kStreamRows && avx_vnni_enabled())) return fp4_rows_bytes(k / 32);
-    return n > kStreamRows ? fp4_panel_row(k / 32).bytes : 0;
+    return n == 2 || avx_vnni_enabled() ? fp4_rows_bytes(k / 32) : 0;
 }
 void prep_fp4_row(const uint8_t* codes, int64_t k, int64_t n, uint8_t* out) {
-    if (n > kStreamRows) return prep_row<true>(codes, k, out);
+    if (fp4_panel_rows(n)) return prep_row<true>(codes, k, out);
     prep_row<false>(codes, k, out);
     if (n >= 2) broadcast_planes(k / 32, out);
 }

@@ -19,44 +19,13 @@
 // With AVX-VNNI (fp4_chunk.h AvxVnni) a row's `vpmaddwd` and `vpaddd` are one vpdpwssd, the same sums.
 #include <immintrin.h>
 
-#include <algorithm>
-#include <bit>
 #include <cstdint>
 #include <cstring>
 
-#include "backend/cpu/x86/avx2/fp4_chunk.h"
+#include "backend/cpu/x86/avx2/fp4_panel.h"
 
 namespace deepinfer::backend::cpu::avx2 {
 namespace {
-
-// Where the scratch holds the decoded row group (after the kActRowChunk x 16 accumulators).
-struct Panels {
-    uint8_t* codes;  // [k / 32][chunk c][lo rows 0-7, lo rows 8-15, hi rows 0-7, hi rows 8-15][32]: Fp4Chunk::to_int8
-    float* sw;       // [k / 32][16]: the block scales times Fp4Chunk::kValueScale
-    int32_t* sw_exponents;  // [k / 32][16]: bits(sw) - kExponentBias, for scale_by_exponents
-};
-// What scale_by_exponents subtracts from the sum of three powers' bits (the block scale, the row's unit times 2^-8
-// and the activation scale): the biases of two exponents and the 8 of the 256.
-constexpr auto kExponentBias = static_cast<int32_t>(uint32_t{127 + 127 + 8} << 23);  // (wraps to negative)
-// Bytes of a block in Panels::codes.
-constexpr int64_t kPanelBlockBytes = 512;
-
-Panels panels_of(const QuantGemmTask& t) {
-    float* base = t.scratch + kActRowChunk * 16;
-    Panels p;
-    p.codes = reinterpret_cast<uint8_t*>(base);
-    p.sw = base + t.k / 32 * kPanelBlockBytes / 4;
-    p.sw_exponents = reinterpret_cast<int32_t*>(p.sw + t.k / 2);
-    return p;
-}
-
-// Which activation scales a group's blocks take by exponent arithmetic (scale_by_exponents): those whose
-// biased exponent e, and e + that of the row's unit times 2^-8 (2^-8 * 2^(e0 + 14)), lie in [lo, hi], which
-// keeps every product of the reference's scaling in the normal range. None where a block scale is not a normal
-// power of two (scale codes 0-25 or 255).
-struct ExponentRange {
-    int32_t lo = 1, hi = 0;
-};
 
 // Row group g into the panel: each 32-byte half chunk (8 rows, dword r = row r's 8 codes: low nibbles columns
 // 0, 4, 1, 5, high nibbles 2, 6, 3, 7; packing.h) as 2 w in int8 (Fp4Chunk::to_int8), two vectors a half.
@@ -98,85 +67,7 @@ ExponentRange decode_group(const QuantGemmTask& t, const Panels& pn, int64_t g) 
         emin = _mm256_min_epu32(emin, _mm256_min_epu32(e0, e1));
         emax = _mm256_max_epu32(emax, _mm256_max_epu32(e0, e1));
     }
-    const auto smallest = static_cast<int32_t>(hmin_epu32(emin)), largest = static_cast<int32_t>(hmax_epu32(emax));
-    if (!t.plain_scales || smallest < 1 || largest > 254) return {};
-    // e + (scale exponent - 127) in [1, 254] for every scale of the group
-    return {std::max(1, 128 - smallest), std::min(254, 381 - largest)};
-}
-
-// The fp32 panel kernel's block partial for one row (gemm_quant_avx2.cpp panel_tile): FMAs in column order, on the
-// columns Fp4Chunk decodes (2^25 w), made from the block's panel.
-__attribute__((noinline)) void chain_block(const uint8_t* block, const float* a, __m256& p0, __m256& p1) {
-    __m256 q0 = _mm256_setzero_ps(), q1 = q0;
-#pragma GCC unroll 1
-    for (int c = 0; c < Fp4Chunk::kChunks; ++c) {
-        const auto* v = reinterpret_cast<const __m256i*>(block + c * 128);
-        Fp4Chunk::columns(_mm256_load_si256(v), _mm256_load_si256(v + 2), _mm256_load_si256(v + 1),
-                          _mm256_load_si256(v + 3), [&](int j, __m256 col0, __m256 col1) {
-                              const __m256 x = _mm256_broadcast_ss(a + c * Fp4Chunk::kCols + j);
-                              q0 = _mm256_fmadd_ps(col0, x, q0);
-                              q1 = _mm256_fmadd_ps(col1, x, q1);
-                          });
-    }
-    p0 = q0;
-    p1 = q1;
-}
-
-// The pair of columns q (2q, 2q + 1) of a block's panel, times 256, as int16 pairs (w0: rows 0-7, w1: rows 8-15).
-inline void panel_pair(const uint8_t* block, int q, __m256i& w0, __m256i& w1) {
-    // pair q = 4c + i: chunk c's low-nibble vectors for i = 0 (shifted) and 2 (masked), high-nibble ones for 1 and 3
-    const auto* v = reinterpret_cast<const __m256i*>(block + q / 4 * 128 + (q % 2) * 64);
-    const __m256i x0 = _mm256_load_si256(v), x1 = _mm256_load_si256(v + 1);
-    if (q % 4 < 2) {
-        w0 = _mm256_slli_epi16(x0, 8);
-        w1 = _mm256_slli_epi16(x1, 8);
-    } else {
-        const __m256i high = _mm256_set1_epi16(static_cast<int16_t>(0xff00));
-        w0 = _mm256_and_si256(x0, high);
-        w1 = _mm256_and_si256(x1, high);
-    }
-}
-
-// Row r's block sum from its int32 sums (s0: rows 0-7, s1: rows 8-15) as floats: 256 times the integer sum of
-// the block's products (the words' and their lows', kept apart: 256 * the block's sum may pass 2^31; as floats both
-// sums and their total are exact, 256 * |sum| < 2^32 with at most 24 significant bits).
-inline void joined_sums(const uint8_t* row, const Fp4PanelRow& panel, const uint8_t* block, int64_t kb, int shift,
-                        __m256i s0, __m256i s1, __m256& f0, __m256& f1) {
-    f0 = _mm256_cvtepi32_ps(s0);
-    f1 = _mm256_cvtepi32_ps(s1);
-    if (shift == 0) return;
-    // v = (words << shift) + lows, the lows in few pairs (the small values of a wide block)
-    __m256i l0 = _mm256_setzero_si256(), l1 = l0;
-    uint16_t lo_pairs;
-    std::memcpy(&lo_pairs, row + panel.lo_pairs + 2 * kb, 2);
-    for (uint32_t m = lo_pairs; m != 0; m &= m - 1) {
-        const int q = std::countr_zero(m);
-        int32_t pair;
-        std::memcpy(&pair, row + panel.lows + 64 * kb + 4 * q, 4);
-        const __m256i x = _mm256_set1_epi32(pair);
-        __m256i w0, w1;
-        panel_pair(block, q, w0, w1);
-        l0 = _mm256_add_epi32(l0, _mm256_madd_epi16(w0, x));
-        l1 = _mm256_add_epi32(l1, _mm256_madd_epi16(w1, x));
-    }
-    const __m256 times = _mm256_set1_ps(static_cast<float>(1 << shift));
-    f0 = _mm256_fmadd_ps(f0, times, _mm256_cvtepi32_ps(l0));
-    f1 = _mm256_fmadd_ps(f1, times, _mm256_cvtepi32_ps(l1));
-}
-
-// acc[16] += f * (sw * 2^-8 * unit * sa) for a row's joined sums f, with the three powers' product made by adding
-// their bits (sa_unit: bits(sa) + bits(unit)) to the block's sw_exponents: two vpaddd for the three vmulps of
-// the reference's scaling (p = S * unit, then scale_into's p * ((sw * f) * sa)), which share the multiplier with
-// vpdpwssd (8 vpdpwssd and 4 vmulps: 6 cycles where 8 alone take 4, Zen 5). The same bits: where ExponentRange
-// admits the row, each of those products is exact (a power of two times a normal float, normal), so one fma of
-// f by sw * 2^-8 * unit * sa rounds the same exact product as the reference's.
-inline void scale_by_exponents(float* acc, __m256 f0, __m256 f1, __m256i sw_exponents0, __m256i sw_exponents1,
-                               int32_t sa_unit) {
-    const __m256i c = _mm256_set1_epi32(sa_unit);
-    const __m256 y0 = _mm256_castsi256_ps(_mm256_add_epi32(c, sw_exponents0));
-    const __m256 y1 = _mm256_castsi256_ps(_mm256_add_epi32(c, sw_exponents1));
-    _mm256_store_ps(acc, _mm256_fmadd_ps(f0, y0, _mm256_load_ps(acc)));
-    _mm256_store_ps(acc + 8, _mm256_fmadd_ps(f1, y1, _mm256_load_ps(acc + 8)));
+    return exponent_range(t, static_cast<int32_t>(hmin_epu32(emin)), static_cast<int32_t>(hmax_epu32(emax)));
 }
 
 // R (1-4) rows' int32 sums of one block: s[r][0] / s[r][1] (weight rows 0-7 / 8-15) += the products of its 16 pairs
@@ -283,50 +174,6 @@ __attribute__((always_inline)) inline void block_sums(const uint8_t* block, cons
 #undef DI_VNNI_ROW
 }
 
-// Whether a row's block kb (activation scale sa) is scaled by exponent arithmetic (scale_by_exponents: ExponentRange
-// admits its scale and unit), and then the bits it adds to the block scale's exponents: bits(sa) + bits(unit).
-__attribute__((always_inline)) inline bool exponent_scaled(const uint8_t* row, const Fp4PanelRow& panel, int64_t kb,
-                                                           float sa, const ExponentRange& range, int32_t& sa_unit) {
-    int32_t unit;
-    std::memcpy(&unit, row + panel.unit + 4 * kb, 4);
-    const auto sa_bits = std::bit_cast<uint32_t>(sa);
-    const auto e = static_cast<int32_t>(sa_bits >> 23 & 0xff);
-    const int32_t unit_e = (unit >> 23) - 135;  // (unit * 2^-8 = 2^unit_e, >= 2^7)
-    sa_unit = static_cast<int32_t>(sa_bits + static_cast<uint32_t>(unit));  // (wraps)
-    return e >= range.lo && e + unit_e <= range.hi;
-}
-
-// Row i0 + r's partial of block kb from its int32 sums (s0: rows 0-7 of the group, s1: rows 8-15), scaled into its
-// accumulators acc[16] (L1): the joined sums, or the block's fp32 chain where the row's shift says so.
-__attribute__((always_inline)) inline void finish_row(const QuantGemmTask& t, const Panels& pn,
-                                                      const ExponentRange& range, int64_t i0, int64_t kb, int r,
-                                                      __m256i s0, __m256i s1, float* acc) {
-    const int64_t kb_count = t.k / 32;
-    const Fp4PanelRow panel = fp4_panel_row(kb_count);
-    const uint8_t* row = t.fp4_row + (i0 + r) * panel.bytes;
-    const uint8_t* block = pn.codes + kb * kPanelBlockBytes;
-    const __m256 sw0 = _mm256_load_ps(pn.sw + kb * 16), sw1 = _mm256_load_ps(pn.sw + kb * 16 + 8);
-    const int shift = row[panel.shift + kb];
-    const float sa = t.act_scales[(i0 + r) * kb_count + kb];
-    __m256 p0, p1;
-    if (shift == kChainBlock) {
-        chain_block(block, static_cast<const float*>(t.acts) + (i0 + r) * t.k + kb * 32, p0, p1);
-        scale_into(acc, p0, p1, sw0, sw1, sa);
-        return;
-    }
-    joined_sums(row, panel, block, kb, shift, s0, s1, p0, p1);
-    int32_t sa_unit;
-    if (exponent_scaled(row, panel, kb, sa, range, sa_unit)) {
-        const auto* exponents = reinterpret_cast<const __m256i*>(pn.sw_exponents + kb * 16);
-        scale_by_exponents(acc, p0, p1, _mm256_load_si256(exponents), _mm256_load_si256(exponents + 1), sa_unit);
-        return;
-    }
-    int32_t unit;
-    std::memcpy(&unit, row + panel.unit + 4 * kb, 4);
-    const __m256 u = _mm256_set1_ps(std::bit_cast<float>(unit) * 0x1p-8f);  // (exact: a power of two)
-    scale_into(acc, _mm256_mul_ps(p0, u), _mm256_mul_ps(p1, u), sw0, sw1, sa);
-}
-
 // Rows i0 .. i0 + R - 1 over all of k against the decoded group g: per block, int32 sums in registers (16
 // pairs of columns, two `vpmaddwd` and two `vpaddd` a row and pair, in block_sums), then each row's
 // partial scaled into its accumulators in L1 (finish_row).
@@ -353,76 +200,6 @@ __attribute__((noinline)) void tile(const QuantGemmTask& t, const Panels& pn, co
     for (int r = 0; r < R; ++r) store_rows(t, g, i0 + r, acc + 16 * r);
 }
 
-// The EvexVnni form's tile (CPUs with AVX512-VNNI, AVX512BW and VL: avx2_vnni_encoding() kEvex): the block's sums
-// on zmm registers, one vpdpwssd for the group's 16 weight rows (a 64-byte panel vector: rows 0-7 and 8-15 side by
-// side) where ymm takes two, the shifted and the masked pairs in two sets of chains. Built for AVX-512 by its
-// target attribute alone (the rest of the file stays AVX2; avx2_isa_check.py allows AVX-512 only in functions named
-// with EvexVnni); the sums are the same integers, and rows off its fast scaling take finish_row.
-template <int R>
-__attribute__((target("avx512f,avx512bw,avx512vl,avx512vnni"), noinline)) void tile_zmm(
-    EvexVnni, const QuantGemmTask& t, const Panels& pn, const ExponentRange& range, int64_t g, int64_t i0,
-    const NextGroup& next) {
-    const int64_t kb_count = t.k / 32;
-    const Fp4PanelRow panel = fp4_panel_row(kb_count);
-    const uint8_t* row0 = t.fp4_row + i0 * panel.bytes;
-    float* acc = t.scratch;  // [R][16]: the rows' accumulators where finish_row takes them
-    __m512 accz[R];          // ... and in registers in between (a store and reload per block made a chain through L1)
-#pragma GCC unroll 8
-    for (int r = 0; r < R; ++r) accz[r] = _mm512_setzero_ps();
-    const __m512i high = _mm512_set1_epi16(static_cast<int16_t>(0xff00));
-    for (int64_t kb = 0; kb < kb_count; ++kb) {
-        next.prefetch_block<Fp4Chunk::kChunks>(kb);
-        const uint8_t* block = pn.codes + kb * kPanelBlockBytes;
-        const uint8_t* words = row0 + panel.words + 64 * kb;
-        __m512i even[R], odd[R];
-#pragma GCC unroll 8
-        for (int r = 0; r < R; ++r) even[r] = odd[r] = _mm512_setzero_si512();
-#pragma GCC unroll 4
-        for (int c = 0; c < Fp4Chunk::kChunks; ++c) {
-#pragma GCC unroll 2
-            // the chunk's low-nibble vectors (pairs 4c, 4c + 2), then its high ones (4c + 1, 4c + 3)
-            for (int h = 0; h < 2; ++h) {
-                const __m512i v = _mm512_load_si512(block + 128 * c + 64 * h);
-                const __m512i shifted = _mm512_slli_epi16(v, 8), masked = _mm512_and_si512(v, high);
-#pragma GCC unroll 8
-                for (int r = 0; r < R; ++r) {
-                    const uint8_t* w = words + r * panel.bytes + 16 * c + 4 * h;
-                    int32_t x0, x1;
-                    std::memcpy(&x0, w, 4);
-                    std::memcpy(&x1, w + 8, 4);
-                    even[r] = _mm512_dpwssd_epi32(even[r], shifted, _mm512_set1_epi32(x0));
-                    odd[r] = _mm512_dpwssd_epi32(odd[r], masked, _mm512_set1_epi32(x1));
-                }
-            }
-        }
-        // the rows without lows or a chain whose scaling is exponent arithmetic (scale_by_exponents) on all 16
-        // outputs at once; the others by finish_row on the halves
-        const __m512i exponents = _mm512_load_si512(pn.sw_exponents + kb * 16);
-#pragma GCC unroll 8
-        for (int r = 0; r < R; ++r) {
-            const __m512i sum = _mm512_add_epi32(even[r], odd[r]);
-            const uint8_t* row = row0 + r * panel.bytes;
-            const float sa = t.act_scales[(i0 + r) * kb_count + kb];
-            int32_t sa_unit;
-            if (row[panel.shift + kb] == 0 && exponent_scaled(row, panel, kb, sa, range, sa_unit)) {
-                const __m512i c = _mm512_set1_epi32(sa_unit);
-                const __m512 y = _mm512_castsi512_ps(_mm512_add_epi32(c, exponents));
-                accz[r] = _mm512_fmadd_ps(_mm512_cvtepi32_ps(sum), y, accz[r]);
-                continue;
-            }
-            _mm512_store_ps(acc + 16 * r, accz[r]);
-            finish_row(t, pn, range, i0, kb, r, _mm512_castsi512_si256(sum), _mm512_extracti64x4_epi64(sum, 1),
-                       acc + 16 * r);
-            accz[r] = _mm512_load_ps(acc + 16 * r);
-        }
-    }
-#pragma GCC unroll 8
-    for (int r = 0; r < R; ++r) {
-        _mm512_store_ps(acc + 16 * r, accz[r]);
-        store_rows(t, g, i0 + r, acc + 16 * r);
-    }
-}
-
 // Tiles of 4 rows: with 6 (the fp32 panel's) GCC spilled half the 12 accumulators, 5 did little better. (So did 6 in
 // the VNNI form, whose products need no temporaries: the sums array stayed on the stack, 0.8x the speed of 4.)
 constexpr int kTileRows = 4;
@@ -430,17 +207,12 @@ constexpr int kTileRows = 4;
 template <class Form>
 void tiles_of_group(const QuantGemmTask& t, const Panels& pn, const ExponentRange& range, int64_t g,
                     NextGroup next) {
-    // the EvexVnni form's tile on zmm, the others' on ymm
-    auto run = [&]<int R>(int64_t i) {
-        if constexpr (Form::kEvex) tile_zmm<R>(Form{}, t, pn, range, g, i, next);
-        else tile<R, Form>(t, pn, range, g, i, next);
-    };
     int64_t i = 0;
-    for (; i + kTileRows <= t.n; i += kTileRows, next = NextGroup{}) run.template operator()<kTileRows>(i);
+    for (; i + kTileRows <= t.n; i += kTileRows, next = NextGroup{}) tile<kTileRows, Form>(t, pn, range, g, i, next);
     switch (t.n - i) {
-        case 3: run.template operator()<3>(i); break;
-        case 2: run.template operator()<2>(i); break;
-        case 1: run.template operator()<1>(i); break;
+        case 3: tile<3, Form>(t, pn, range, g, i, next); break;
+        case 2: tile<2, Form>(t, pn, range, g, i, next); break;
+        case 1: tile<1, Form>(t, pn, range, g, i, next); break;
         default: break;
     }
 }
@@ -448,11 +220,15 @@ void tiles_of_group(const QuantGemmTask& t, const Panels& pn, const ExponentRang
 }  // namespace
 
 void gemm_fp4_int(const QuantGemmTask& t) {
-    const Panels pn = panels_of(t);
     with_form([&]<class Form>(Form) {
-        for (int64_t g = 0; g < t.groups; ++g) {
-            const ExponentRange range = decode_group(t, pn, g);
-            tiles_of_group<Form>(t, pn, range, g, next_group<Fp4Chunk>(t, g));
+        if constexpr (Form::kEvex) {
+            gemm_fp4_int_zmm(Form{}, t);
+        } else {
+            const Panels pn = panels_of(t, 0);
+            for (int64_t g = 0; g < t.groups; ++g) {
+                const ExponentRange range = decode_group(t, pn, g);
+                tiles_of_group<Form>(t, pn, range, g, next_group<Fp4Chunk>(t, g));
+            }
         }
     });
 }

@@ -256,9 +256,9 @@ void gemm_fp8(const QuantGemmTask& t) {
 }
 
 void gemm_fp4(const QuantGemmTask& t) {
+    if (fp4_panel_rows(t.n) && t.fp4_row) return gemm_fp4_int(t);
     if (t.n == 1 && t.fp4_row) return gemv_fp4_int(t);
-    if (t.n <= kStreamRows && t.fp4_row) return gemm_fp4_few_rows(t);
-    if (t.n > kStreamRows && t.fp4_row) return gemm_fp4_int(t);
+    if (t.fp4_row) return gemm_fp4_few_rows(t);
     run(t, Fp4Chunk{}, [&](int64_t g, int64_t kb, __m256& sw0, __m256& sw1) { fp4_scales(t, g, kb, sw0, sw1); });
 }
 
