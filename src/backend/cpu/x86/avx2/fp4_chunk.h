@@ -129,7 +129,7 @@ inline void fp4_scales(const QuantGemmTask& t, int64_t g, int64_t kb, __m256& sw
     sw1 = e8m0_to_ps(s + 8);
 }
 
-// The integer form of an act_quant row that AVX2's panel GEMM of 5-64 rows reads (gemm_fp4_int_avx2.cpp; one row
+// The integer form of an act_quant row that AVX2's panel GEMM reads (fp4_panel_rows; gemm_fp4_int_avx2.cpp; one row
 // reads the planes of Fp4RowLayout instead), per block kb with integers v (Fp4RowLayout has their definition):
 //   words    [kb][32] int16: v >> shift (the magnitude shifted, the sign kept), in column order
 //   lows     [kb][32] int16: the bits the shift drops (v - (words << shift)), in column order
@@ -163,8 +163,8 @@ inline NextGroup next_group(const QuantGemmTask& t, int64_t g) {
 // core/cpu_features.h avx2_vnni_encoding(). All sum the same integers: the same bits.
 // Their translation units are built with -mavxvnni for the VNNI intrinsics (src/backend/CMakeLists.txt), so nothing
 // but review stops the compiler from using a VNNI instruction in the plain form, which AVX2-only CPUs (Zen 3) run;
-// the EVEX form's dot products are inline assembly (vnni_dot.h) and its panel GEMM tile a function built for AVX-512
-// by its target attribute (gemm_fp4_int_avx2.cpp tile_zmm); the files themselves are not built for AVX-512.
+// the EVEX form's dot products are inline assembly (vnni_dot.h) and its panel GEMM functions built for AVX-512 by their
+// target attributes (gemm_fp4_zmm_avx2.cpp); the files themselves are not built for AVX-512.
 // tests/ops/avx2_isa_check.py disassembles the AVX2 objects and allows VEX-encoded VNNI only in functions named with
 // AvxVnni, EVEX-encoded only in those named with EvexVnni.
 struct PlainAvx2 {
@@ -199,7 +199,8 @@ inline bool fp4_panel_rows(int64_t n) {
 void gemv_fp4_int(const QuantGemmTask& t);
 // The MXFP4 GEMM of 2-4 rows on the planes (t.fp4_row set: 2 rows, 3-4 with AVX-VNNI; gemm_fp4_few_rows_avx2.cpp).
 void gemm_fp4_few_rows(const QuantGemmTask& t);
-// The MXFP4 GEMM of 5+ rows in their integer form (t.fp4_row set; gemm_fp4_int_avx2.cpp).
+// The MXFP4 GEMM of fp4_panel_rows(n) rows in their integer form (t.fp4_row set; gemm_fp4_int_avx2.cpp, the EvexVnni
+// form in gemm_fp4_zmm_avx2.cpp).
 void gemm_fp4_int(const QuantGemmTask& t);
 
 }  // namespace deepinfer::backend::cpu::avx2

@@ -1,5 +1,6 @@
-// AVX2 MXFP4 GEMM of 5-64 act_quant rows on integers, bit-identical to the fp32 panel kernel of
-// gemm_quant_avx2.cpp (and so to the scalar reference and to each row alone: row invariance).
+// AVX2 MXFP4 GEMM of 5-64 act_quant rows (3-64 in the EvexVnni form: fp4_panel_rows) on integers, bit-identical to
+// the fp32 panel kernel of gemm_quant_avx2.cpp (and so to the scalar reference and to each row alone: row
+// invariance). This file: the PlainAvx2 and AvxVnni forms on ymm; the EvexVnni form on zmm: gemm_fp4_zmm_avx2.cpp.
 //
 // Why: the fp32 panel kernel spends one FMA per 8 products and runs at the FMA ports' rate (57% of their peak
 // at n = 16 with its panel decode, where ggml's AVX2 build, on int8 activations, was 4-7% faster). Here each row
