@@ -21,7 +21,7 @@ namespace deepinfer::backend::cpu::avx2 {
 namespace {
 
 // The EvexVnni form's decode of group g into a panel, block by block: what decode_group does, the codes as whole
-// chunks on zmm (Fp4Chunk::to_int8 of both halves at once). gemm_fp4_int hands it to the first tile of the group
+// chunks on zmm (Fp4Chunk::to_int8 of both halves at once). gemm_fp4_int_zmm hands it to the first tile of the group
 // before, which runs it beside its products: decoded in one pass before its tiles, a group waited on memory with no
 // arithmetic to overlap (decode_group: 16% of the GEMM's time at 16 rows, its hottest instructions the code and
 // scale loads, with the codes' prefetch into L2 during the tile before). Each block's codes and scales are requested
@@ -213,8 +213,8 @@ __attribute__((target("avx512f,avx512bw,avx512vl,avx512vnni"), always_inline)) i
         DZ_SUMS(DZ_ROWS7, DZ_ZERO(0) DZ_ZERO(1) DZ_ZERO(2) DZ_ZERO(3) DZ_ZERO(4) DZ_ZERO(5) DZ_ZERO(6), a, "",
                 (DZ_OUTS7(a, s)));
     else
-        DZ_SUMS(DZ_ROWS8, DZ_ZERO(0) DZ_ZERO(1) DZ_ZERO(2) DZ_ZERO(3) DZ_ZERO(4) DZ_ZERO(5) DZ_ZERO(6) DZ_ZERO(7), a, "",
-                (DZ_OUTS8(a, s)));
+        DZ_SUMS(DZ_ROWS8, DZ_ZERO(0) DZ_ZERO(1) DZ_ZERO(2) DZ_ZERO(3) DZ_ZERO(4) DZ_ZERO(5) DZ_ZERO(6) DZ_ZERO(7), a,
+                "", (DZ_OUTS8(a, s)));
 #undef DZ_ADD
 #undef DZ_ZERO2
 #undef DZ_ZERO
