@@ -103,6 +103,19 @@ inline void panel_pair(const uint8_t* block, int q, __m256i& w0, __m256i& w1) {
     }
 }
 
+// A panel row's block kb: the mask of its pairs of columns with lows (Fp4PanelRow::lo_pairs), and pair q's lows as
+// one int32 (two int16).
+inline uint32_t low_pairs(const uint8_t* row, const Fp4PanelRow& panel, int64_t kb) {
+    uint16_t mask;
+    std::memcpy(&mask, row + panel.lo_pairs + 2 * kb, 2);
+    return mask;
+}
+inline int32_t low_pair(const uint8_t* row, const Fp4PanelRow& panel, int64_t kb, int q) {
+    int32_t pair;
+    std::memcpy(&pair, row + panel.lows + 64 * kb + 4 * q, 4);
+    return pair;
+}
+
 // Row r's block sum from its int32 sums (s0: rows 0-7, s1: rows 8-15) as floats: 256 times the integer sum of
 // the block's products (the words' and their lows', kept apart: 256 * the block's sum may pass 2^31; as floats both
 // sums and their total are exact, 256 * |sum| < 2^32 with at most 24 significant bits).
@@ -113,13 +126,9 @@ inline void joined_sums(const uint8_t* row, const Fp4PanelRow& panel, const uint
     if (shift == 0) return;
     // v = (words << shift) + lows, the lows in few pairs (the small values of a wide block)
     __m256i l0 = _mm256_setzero_si256(), l1 = l0;
-    uint16_t lo_pairs;
-    std::memcpy(&lo_pairs, row + panel.lo_pairs + 2 * kb, 2);
-    for (uint32_t m = lo_pairs; m != 0; m &= m - 1) {
+    for (uint32_t m = low_pairs(row, panel, kb); m != 0; m &= m - 1) {
         const int q = std::countr_zero(m);
-        int32_t pair;
-        std::memcpy(&pair, row + panel.lows + 64 * kb + 4 * q, 4);
-        const __m256i x = _mm256_set1_epi32(pair);
+        const __m256i x = _mm256_set1_epi32(low_pair(row, panel, kb, q));
         __m256i w0, w1;
         panel_pair(block, q, w0, w1);
         l0 = _mm256_add_epi32(l0, _mm256_madd_epi16(w0, x));

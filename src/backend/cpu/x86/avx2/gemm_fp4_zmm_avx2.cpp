@@ -30,18 +30,21 @@ struct ZmmGroupDecode {
     static constexpr int64_t kDecodeAhead = 8;
     const QuantGemmTask* t;
     Panels pn;
-    int64_t g;
-    const uint8_t* codes;
+    const uint8_t* codes;   // the group's codes ...
     PackedGroup pg;
+    const uint8_t* scales;  // ... and scales (block kb at kb * scale_stride: packed_scale_offset)
+    int64_t scale_stride;
     __m512i emin, emax;  // (as decode_group's)
 
     __attribute__((target("avx512f,avx512bw"), always_inline)) inline void start(EvexVnni, const QuantGemmTask& task,
                                                                                const Panels& panels, int64_t group) {
         t = &task;
         pn = panels;
-        g = group;
-        pg = packed_group(g, task.groups, task.k / 32, Fp4Chunk::kBlockBytes, kPackedChunkBytes);
+        pg = packed_group(group, task.groups, task.k / 32, Fp4Chunk::kBlockBytes, kPackedChunkBytes);
         codes = task.codes + pg.offset;
+        const PackedGroup ps = packed_group(group, task.groups, task.k / 32, 16, 16);
+        scales = task.scales + ps.offset;
+        scale_stride = ps.block_stride;
         emin = _mm512_set1_epi32(255);
         emax = _mm512_setzero_si512();
         for (int64_t kb = 0; kb < kDecodeAhead && kb < task.k / 32; ++kb) request(EvexVnni{}, kb);
@@ -51,8 +54,7 @@ struct ZmmGroupDecode {
         for (int c = 0; c < Fp4Chunk::kChunks; ++c)
             _mm_prefetch(reinterpret_cast<const char*>(codes + kb * pg.block_stride + c * pg.piece_stride),
                          _MM_HINT_T0);
-        _mm_prefetch(reinterpret_cast<const char*>(t->scales + packed_scale_offset(g, t->groups, kb, t->k / 32, 16)),
-                     _MM_HINT_T0);
+        _mm_prefetch(reinterpret_cast<const char*>(scales + kb * scale_stride), _MM_HINT_T0);
     }
     __attribute__((target("avx512f,avx512bw"), always_inline)) inline void block(EvexVnni, int64_t kb) {
         const int64_t kb_count = t->k / 32;
@@ -68,7 +70,7 @@ struct ZmmGroupDecode {
             _mm512_store_si512(dst + 64, _mm512_shuffle_epi8(lut, _mm512_and_si512(_mm512_srli_epi32(d, 4), nib)));
         }
         // fp4_scales times f, as decode_group
-        const uint8_t* sp = t->scales + packed_scale_offset(g, t->groups, kb, kb_count, 16);
+        const uint8_t* sp = scales + kb * scale_stride;
         const __m512i b = _mm512_cvtepu8_epi32(_mm_loadu_si128(reinterpret_cast<const __m128i*>(sp)));
         __m512i bits = _mm512_slli_epi32(b, 23);
         // (e8m0_to_ps makes code 255 NaN, and code 0 2^-127, which times f underflows to 0 as the shift's 0 does)
@@ -255,12 +257,9 @@ __attribute__((target("avx512f,avx512bw,avx512vl,avx512vnni"), always_inline)) i
 __attribute__((target("avx512f,avx512bw,avx512vl,avx512vnni"), always_inline)) inline __m512 with_lows(
     EvexVnni, const uint8_t* row, const Fp4PanelRow& panel, const uint8_t* block, int64_t kb, __m512 f) {
     __m512i l = _mm512_setzero_si512();
-    uint16_t lo_pairs;
-    std::memcpy(&lo_pairs, row + panel.lo_pairs + 2 * kb, 2);
-    for (uint32_t m = lo_pairs; m != 0; m &= m - 1) {
+    for (uint32_t m = low_pairs(row, panel, kb); m != 0; m &= m - 1) {
         const int q = std::countr_zero(m);
-        int32_t pair;
-        std::memcpy(&pair, row + panel.lows + 64 * kb + 4 * q, 4);
+        const int32_t pair = low_pair(row, panel, kb, q);
         // panel_pair's vectors of rows 0-7 and 8-15 side by side
         const __m512i v = _mm512_load_si512(block + q / 4 * 128 + (q % 2) * 64);
         const __m512i w = q % 4 < 2 ? _mm512_slli_epi16(v, 8)
@@ -310,21 +309,12 @@ __attribute__((target("avx512f,avx512bw,avx512vl,avx512vnni"), noinline)) void t
             }
             continue;
         }
-        // else row by row: that scaling where the row admits it, finish_row on the halves where not
+        // else (a row runs the chain or leaves the range: 3% of the tile-blocks of Gaussian rows) row by row on the
+        // halves, as the ymm tiles
 #pragma GCC unroll 8
         for (int r = 0; r < R; ++r) {
-            const __m512i sum = s[r];
-            const uint8_t* row = row0 + r * panel.bytes;
-            const float sa = t.act_scales[(i0 + r) * kb_count + kb];
-            int32_t sa_unit;
-            if (row[panel.shift + kb] == 0 && exponent_scaled(row, panel, kb, sa, range, sa_unit)) {
-                const __m512i c = _mm512_set1_epi32(sa_unit);
-                const __m512 y = _mm512_castsi512_ps(_mm512_add_epi32(c, exponents));
-                accz[r] = _mm512_fmadd_ps(_mm512_cvtepi32_ps(sum), y, accz[r]);
-                continue;
-            }
             _mm512_store_ps(acc + 16 * r, accz[r]);
-            finish_row(t, pn, range, i0, kb, r, _mm512_castsi512_si256(sum), _mm512_extracti64x4_epi64(sum, 1),
+            finish_row(t, pn, range, i0, kb, r, _mm512_castsi512_si256(s[r]), _mm512_extracti64x4_epi64(s[r], 1),
                        acc + 16 * r);
             accz[r] = _mm512_load_ps(acc + 16 * r);
         }
