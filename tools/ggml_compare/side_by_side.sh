@@ -9,6 +9,8 @@
 # Alder Lake (a CPU with AVX-VNNI needed; keep a WORK_DIR per ISA); ISA=avx512nobf16 as on Ice Lake / Cascade Lake:
 # ggml built for AVX-512 with VNNI and VBMI but no BF16 (what llama.cpp runs there), deepinfer's AVX2 table in its
 # EVEX VNNI form (its AVX-512 table needs bf16; needs a CPU with AVX512-VNNI).
+# ROUNDS=R instead runs paired.py: R rounds of each case in both engines back to back, the order swapped every
+# round, and a table of each cell's median ratio within the pairs (CASES=moe,w1,... to pick cases).
 set -e
 SRC=${1:?usage: side_by_side.sh GGML_SRC [WORK_DIR]}
 WORK=${2:-/tmp/ggml-compare}
@@ -38,6 +40,10 @@ g++ -O2 -std=c++17 -I"$SRC/include" "$HERE/ggml_bench.cpp" "$WORK/build/src/libg
   "$WORK/build/src/libggml-cpu.a" "$WORK/build/src/libggml-base.a" -fopenmp -lpthread -ldl -o "$WORK/ggml_bench"
 export OMP_WAIT_POLICY=PASSIVE
 G="$WORK/ggml_bench"
+if [ -n "${ROUNDS:-}" ]; then
+  exec python3 "$HERE/paired.py" --ggml "$G" --deepinfer "$DEEPINFER" ${DI_ISA:+--isa avx2} --rounds "$ROUNDS" \
+    --rows "$ROWS" --threads "$T" --iters "$I" ${CASES:+--cases "$CASES"}
+fi
 ggml() {
   # MXFP4 repacked as llama.cpp holds it; q8_0 stands in for fp8 (ggml has no fp8 type); bf16 as is
   $G mmid mxfp4 2304 5120 384 6 $T $I $ROWS repack 2>/dev/null

@@ -1,0 +1,114 @@
+#!/usr/bin/env python3
+"""ggml against deepinfer in paired rounds: each case's two runs back to back, their order swapped every round.
+
+side_by_side.sh runs ggml, deepinfer, ggml once each over all cases, minutes apart; on a shared machine whose
+read bandwidth drifts by 20-40% within minutes, a ratio from runs that far apart measures the drift as much as the
+engines. Here each round runs one case (all its row counts) in ggml and then in deepinfer, or the other way
+round, and the ratio is taken within the pair; the table gives each cell's median ratio over the rounds and its
+range. side_by_side.sh calls this when ROUNDS is set (ROUNDS=3 ISA=avx512nobf16 side_by_side.sh ...).
+
+    paired.py --ggml WORK/ggml_bench --deepinfer build/release/tools/deepinfer [--isa avx2] [--rounds 3]
+              [--rows 1,4,16,64] [--threads 2] [--iters 3] [--cases moe,w1,...]
+
+The environment passes through (DEEPINFER_AVX_VNNI for the AVX2 table's forms; OMP_WAIT_POLICY for ggml).
+"""
+import argparse
+import json
+import os
+import re
+import statistics
+import subprocess
+import sys
+import tempfile
+
+# case -> (ggml_bench arguments before "threads iters rows", its trailing mode, bench-ops --only, kernel, weight)
+CASES = {
+    "moe": (["mmid", "mxfp4", "2304", "5120", "384", "6"], "repack", "moe", "gemm_fp4_grouped", "moe w1"),
+    "w1": (["mm", "mxfp4", "2304", "5120"], "repack", "expert w1", "gemm_fp4", "expert w1"),
+    "w2": (["mm", "mxfp4", "5120", "2304"], "repack", "expert w2", "gemm_fp4", "expert w2"),
+    "wq_b": (["mm", "q8_0", "32768", "1280"], "plain", "wq_b", "gemm_fp8", "wq_b"),
+    "wo_b": (["mm", "q8_0", "5120", "8192"], "plain", "wo_b", "gemm_fp8", "wo_b"),
+    "wo_a": (["mm", "q8_0", "8192", "4096"], "plain", "gemm_fp8_bf16x", "gemm_fp8_bf16x", "wo_a"),
+    "head": (["mm", "bf16", "129280", "5120"], "plain", "head", "gemm_f32_bf16w", "head"),
+}
+
+
+def run_ggml(args, case, rows):
+    pre, mode = CASES[case][0], CASES[case][1]
+    cmd = [args.ggml] + pre + [str(args.threads), str(args.iters), rows, mode]
+    out = subprocess.run(cmd, check=True, capture_output=True, text=True).stdout
+    times = {int(n): float(us) for n, us in re.findall(r"n=(\d+)\s+([\d.]+) us/op", out)}
+    if not times:
+        sys.exit(f"paired.py: no timings from {' '.join(cmd)}:\n{out}")
+    return times, None
+
+
+def run_deepinfer(args, case, rows):
+    _, _, only, kernel, weight = CASES[case]
+    with tempfile.NamedTemporaryFile(suffix=".json") as f:
+        cmd = [args.deepinfer, "bench-ops", "--no-hugepages", "--threads", str(args.threads), "--iters",
+               str(args.iters), "--only", only, "--json", f.name, "--rows"] + rows.split(",")
+        if args.isa:
+            cmd += ["--isa", args.isa]
+        subprocess.run(cmd, check=True, capture_output=True, text=True)
+        report = json.load(open(f.name))
+    times = {r["n"]: r["us_per_call"] for r in report["results"]
+             if r["kernel"] == kernel and r["weight"].startswith(weight)}
+    if not times:
+        sys.exit(f"paired.py: no {kernel} {weight} results from {' '.join(cmd)}")
+    return times, report["read_gbps"]
+
+
+def main():
+    p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    p.add_argument("--ggml", required=True, help="ggml_bench built by side_by_side.sh")
+    p.add_argument("--deepinfer", required=True)
+    p.add_argument("--isa", default="", help="deepinfer bench-ops --isa (default: its best for this CPU)")
+    p.add_argument("--rounds", type=int, default=3)
+    p.add_argument("--rows", default="1,4,16,64")
+    p.add_argument("--threads", type=int, default=2)
+    p.add_argument("--iters", type=int, default=3)
+    p.add_argument("--cases", default=",".join(CASES), help="of: " + ",".join(CASES))
+    args = p.parse_args()
+    cases = args.cases.split(",")
+    for c in cases:
+        if c not in CASES:
+            p.error(f"--cases: unknown case '{c}' (known: {', '.join(CASES)})")
+    if args.rounds < 1:
+        p.error("--rounds must be at least 1")
+    ns = [int(n) for n in args.rows.split(",")]
+    # samples[case][n] = [(ggml us, deepinfer us)], one pair per round
+    samples = {c: {n: [] for n in ns} for c in cases}
+    bandwidth = []
+    for r in range(args.rounds):
+        for i, case in enumerate(cases):
+            ggml_first = (r + i) % 2 == 0
+            runs = [run_ggml, run_deepinfer] if ggml_first else [run_deepinfer, run_ggml]
+            got = {}
+            for run in runs:
+                print(f"round {r + 1}/{args.rounds}: {case} {run.__name__[4:]}", file=sys.stderr, flush=True)
+                got[run.__name__], gbps = run(args, case, args.rows)
+                if gbps:
+                    bandwidth.append(gbps)
+            for n in ns:
+                g, d = got["run_ggml"].get(n), got["run_deepinfer"].get(n)
+                if g is not None and d is not None:
+                    samples[case][n].append((g, d))
+    print(f"# {args.rounds} paired rounds, {args.threads} threads, deepinfer {args.isa or 'native'} "
+          f"(DEEPINFER_AVX_VNNI={os.environ.get('DEEPINFER_AVX_VNNI', 'unset')}); deepinfer's read probe "
+          f"{min(bandwidth):.1f}-{max(bandwidth):.1f} GB/s")
+    print("# ratio = ggml time / deepinfer time within each pair (> 1: deepinfer faster); median [range]")
+    print(f"{'case':6} {'n':>3} {'ggml us':>10} {'deepinfer us':>13} {'ratio':>7}  range")
+    for case in cases:
+        for n in ns:
+            pairs = samples[case][n]
+            if not pairs:
+                continue
+            ratios = [g / d for g, d in pairs]
+            print(f"{case:6} {n:>3} {statistics.median(g for g, _ in pairs):>10.1f} "
+                  f"{statistics.median(d for _, d in pairs):>13.1f} {statistics.median(ratios):>7.2f}  "
+                  f"{min(ratios):.2f}-{max(ratios):.2f}")
+
+
+if __name__ == "__main__":
+    main()
