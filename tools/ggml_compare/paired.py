@@ -10,7 +10,8 @@ range. side_by_side.sh calls this when ROUNDS is set (ROUNDS=3 ISA=avx512nobf16 
     paired.py --ggml WORK/ggml_bench --deepinfer build/release/tools/deepinfer [--isa avx2] [--rounds 3]
               [--rows 1,4,16,64] [--threads 2] [--iters 3] [--cases moe,w1,...]
 
-The environment passes through (DEEPINFER_AVX_VNNI for the AVX2 table's forms; OMP_WAIT_POLICY for ggml).
+The environment passes through (DEEPINFER_AVX_VNNI for the AVX2 table's forms; OMP_WAIT_POLICY, which
+side_by_side.sh leaves unset: libgomp's default, as llama.cpp runs).
 """
 import argparse
 import json

@@ -38,7 +38,10 @@ if [ ! -f "$WORK/build/src/libggml-cpu.a" ]; then
 fi
 g++ -O2 -std=c++17 -I"$SRC/include" "$HERE/ggml_bench.cpp" "$WORK/build/src/libggml.a" \
   "$WORK/build/src/libggml-cpu.a" "$WORK/build/src/libggml-base.a" -fopenmp -lpthread -ldl -o "$WORK/ggml_bench"
-export OMP_WAIT_POLICY=PASSIVE
+# ggml's OpenMP threads wait as libgomp's default has them (spin a while, then sleep), as in a user's llama.cpp:
+# OMP_WAIT_POLICY=PASSIVE, which earlier runs set, put every ggml op behind a futex wake-up (w1 at n = 1: 198-205
+# against 158-160 us unset, 2026-12-05), and is cleared here.
+unset OMP_WAIT_POLICY
 G="$WORK/ggml_bench"
 if [ -n "${ROUNDS:-}" ]; then
   exec python3 "$HERE/paired.py" --ggml "$G" --deepinfer "$DEEPINFER" ${DI_ISA:+--isa avx2} --rounds "$ROUNDS" \
