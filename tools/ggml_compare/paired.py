@@ -1,11 +1,11 @@
 #!/usr/bin/env python3
 """ggml against deepinfer in paired rounds: each case's two runs back to back, their order swapped every round.
 
-side_by_side.sh runs ggml, deepinfer, ggml once each over all cases, minutes apart; on a shared machine whose
-read bandwidth drifts by 20-40% within minutes, a ratio from runs that far apart measures the drift as much as the
-engines. Here each round runs one case (all its row counts) in ggml and then in deepinfer, or the other way
-round, and the ratio is taken within the pair; the table gives each cell's median ratio over the rounds and its
-range. side_by_side.sh calls this when ROUNDS is set (ROUNDS=3 ISA=avx512nobf16 side_by_side.sh ...).
+A single pass of ggml, then deepinfer, then ggml again put minutes between a case's two runs; on a shared machine
+whose read bandwidth drifts by 20-40% within minutes, such a ratio measures the drift as much as the engines. Here
+each round runs one case (all its row counts) in ggml and then in deepinfer, or the other way round, and the ratio
+is taken within the pair; the table gives each cell's median ratio over the rounds and its range.
+side_by_side.sh builds ggml and calls this (ROUNDS=3 ISA=avx512nobf16 side_by_side.sh ...).
 
     paired.py --ggml WORK/ggml_bench --deepinfer build/release/tools/deepinfer [--isa avx2] [--rounds 3]
               [--rows 1,4,16,64] [--threads 2] [--iters 3] [--cases moe,w1,...]
@@ -41,7 +41,7 @@ def run_ggml(args, case, rows):
     times = {int(n): float(us) for n, us in re.findall(r"n=(\d+)\s+([\d.]+) us/op", out)}
     if not times:
         sys.exit(f"paired.py: no timings from {' '.join(cmd)}:\n{out}")
-    return times, None
+    return times, None  # (no bandwidth probe)
 
 
 def run_deepinfer(args, case, rows):
@@ -52,12 +52,15 @@ def run_deepinfer(args, case, rows):
         if args.isa:
             cmd += ["--isa", args.isa]
         subprocess.run(cmd, check=True, capture_output=True, text=True)
-        report = json.load(open(f.name))
+        report = json.load(f)
     times = {r["n"]: r["us_per_call"] for r in report["results"]
              if r["kernel"] == kernel and r["weight"].startswith(weight)}
     if not times:
         sys.exit(f"paired.py: no {kernel} {weight} results from {' '.join(cmd)}")
     return times, report["read_gbps"]
+
+
+ENGINES = [("ggml", run_ggml), ("deepinfer", run_deepinfer)]
 
 
 def main():
@@ -83,16 +86,15 @@ def main():
     bandwidth = []
     for r in range(args.rounds):
         for i, case in enumerate(cases):
-            ggml_first = (r + i) % 2 == 0
-            runs = [run_ggml, run_deepinfer] if ggml_first else [run_deepinfer, run_ggml]
+            order = ENGINES if (r + i) % 2 == 0 else ENGINES[::-1]
             got = {}
-            for run in runs:
-                print(f"round {r + 1}/{args.rounds}: {case} {run.__name__[4:]}", file=sys.stderr, flush=True)
-                got[run.__name__], gbps = run(args, case, args.rows)
+            for engine, run in order:
+                print(f"round {r + 1}/{args.rounds}: {case} {engine}", file=sys.stderr, flush=True)
+                got[engine], gbps = run(args, case, args.rows)
                 if gbps:
                     bandwidth.append(gbps)
             for n in ns:
-                g, d = got["run_ggml"].get(n), got["run_deepinfer"].get(n)
+                g, d = got["ggml"].get(n), got["deepinfer"].get(n)
                 if g is not None and d is not None:
                     samples[case][n].append((g, d))
     print(f"# {args.rounds} paired rounds, {args.threads} threads, deepinfer {args.isa or 'native'} "

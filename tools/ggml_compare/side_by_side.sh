@@ -1,16 +1,16 @@
 #!/bin/sh
-# deepinfer bench-ops and ggml (llama.cpp's kernels) on the same shapes in one run: ggml, then deepinfer,
-# then ggml again (the machine's bandwidth drifts; the two ggml runs give its range).
+# deepinfer bench-ops and ggml (llama.cpp's kernels) on the same shapes, in paired rounds (paired.py): each round
+# runs each case in both engines back to back, swapping which goes first every round, and the table gives each
+# cell's median ratio within the pairs and its range (the machine's bandwidth drifts within minutes).
 #   tools/ggml_compare/side_by_side.sh GGML_SRC [WORK_DIR]
 # GGML_SRC: a checkout of github.com/ggml-org/ggml (fetched, never committed). WORK_DIR (default
-# /tmp/ggml-compare) receives ggml's build and the driver. Set ROWS / THREADS / ITERS to change the cases,
+# /tmp/ggml-compare) receives ggml's build and the driver. Set ROUNDS (default 1) / ROWS / THREADS / ITERS /
+# CASES (moe,w1,w2,wq_b,wo_b,wo_a,head) to change the runs,
 # ISA=avx2 to build ggml for AVX2 (+FMA, F16C, BMI2) only and run deepinfer's AVX2 table without AVX-VNNI: both as
 # on an AVX2-only CPU (Zen 3); ISA=avx2vnni for both with AVX-VNNI too, as on an E-core Xeon (Sierra Forest) or
 # Alder Lake (a CPU with AVX-VNNI needed; keep a WORK_DIR per ISA); ISA=avx512nobf16 as on Ice Lake / Cascade Lake:
 # ggml built for AVX-512 with VNNI and VBMI but no BF16 (what llama.cpp runs there), deepinfer's AVX2 table in its
 # EVEX VNNI form (its AVX-512 table needs bf16; needs a CPU with AVX512-VNNI).
-# ROUNDS=R instead runs paired.py: R rounds of each case in both engines back to back, the order swapped every
-# round, and a table of each cell's median ratio within the pairs (CASES=moe,w1,... to pick cases).
 set -e
 SRC=${1:?usage: side_by_side.sh GGML_SRC [WORK_DIR]}
 WORK=${2:-/tmp/ggml-compare}
@@ -23,12 +23,12 @@ I=${ITERS:-3}
 case "${ISA:-native}" in
   native) GGML_ISA="-DGGML_NATIVE=ON"; DI_ISA="" ;;
   avx2) GGML_ISA="-DGGML_NATIVE=OFF -DGGML_AVX=ON -DGGML_AVX2=ON -DGGML_FMA=ON -DGGML_F16C=ON -DGGML_BMI2=ON"
-        DI_ISA="--isa avx2"; export DEEPINFER_AVX_VNNI=off ;;
+        DI_ISA=avx2; export DEEPINFER_AVX_VNNI=off ;;
   avx2vnni) GGML_ISA="-DGGML_NATIVE=OFF -DGGML_AVX=ON -DGGML_AVX2=ON -DGGML_AVX_VNNI=ON -DGGML_FMA=ON -DGGML_F16C=ON"
-        GGML_ISA="$GGML_ISA -DGGML_BMI2=ON"; DI_ISA="--isa avx2"; export DEEPINFER_AVX_VNNI=on ;;
+        GGML_ISA="$GGML_ISA -DGGML_BMI2=ON"; DI_ISA=avx2; export DEEPINFER_AVX_VNNI=on ;;
   avx512nobf16) GGML_ISA="-DGGML_NATIVE=OFF -DGGML_AVX=ON -DGGML_AVX2=ON -DGGML_FMA=ON -DGGML_F16C=ON -DGGML_BMI2=ON"
         GGML_ISA="$GGML_ISA -DGGML_AVX512=ON -DGGML_AVX512_VBMI=ON -DGGML_AVX512_VNNI=ON -DGGML_AVX512_BF16=OFF"
-        DI_ISA="--isa avx2"; export DEEPINFER_AVX_VNNI=evex ;;
+        DI_ISA=avx2; export DEEPINFER_AVX_VNNI=evex ;;
   *) echo "ISA must be native, avx2, avx2vnni or avx512nobf16" >&2; exit 2 ;;
 esac
 mkdir -p "$WORK"
@@ -42,22 +42,5 @@ g++ -O2 -std=c++17 -I"$SRC/include" "$HERE/ggml_bench.cpp" "$WORK/build/src/libg
 # OMP_WAIT_POLICY=PASSIVE, which earlier runs set, put every ggml op behind a futex wake-up (w1 at n = 1: 198-205
 # against 158-160 us unset, 2026-12-05), and is cleared here.
 unset OMP_WAIT_POLICY
-G="$WORK/ggml_bench"
-if [ -n "${ROUNDS:-}" ]; then
-  exec python3 "$HERE/paired.py" --ggml "$G" --deepinfer "$DEEPINFER" ${DI_ISA:+--isa avx2} --rounds "$ROUNDS" \
-    --rows "$ROWS" --threads "$T" --iters "$I" ${CASES:+--cases "$CASES"}
-fi
-ggml() {
-  # MXFP4 repacked as llama.cpp holds it; q8_0 stands in for fp8 (ggml has no fp8 type); bf16 as is
-  $G mmid mxfp4 2304 5120 384 6 $T $I $ROWS repack 2>/dev/null
-  $G mm mxfp4 2304 5120 $T $I $ROWS repack 2>/dev/null
-  $G mm mxfp4 5120 2304 $T $I $ROWS repack 2>/dev/null
-  $G mm q8_0 32768 1280 $T $I $ROWS plain
-  $G mm q8_0 5120 8192 $T $I $ROWS plain
-  $G mm q8_0 8192 4096 $T $I $ROWS plain
-  $G mm bf16 129280 5120 $T $I $ROWS plain
-}
-date; ggml
-date; "$DEEPINFER" bench-ops $DI_ISA --no-hugepages --threads "$T" --rows "$ROWS" --iters "$I"
-date; ggml
-date
+exec python3 "$HERE/paired.py" --ggml "$WORK/ggml_bench" --deepinfer "$DEEPINFER" ${DI_ISA:+--isa "$DI_ISA"} \
+  --rounds "${ROUNDS:-1}" --rows "$ROWS" --threads "$T" --iters "$I" ${CASES:+--cases "$CASES"}
