@@ -1,8 +1,11 @@
 // The ggml side of `deepinfer bench-ops` (tools/ggml_compare/README.md), as a llama.cpp user runs ggml:
-// weights in the CPU backend's repack buffer (CPU_REPACK: MXFP4 -> mxfp4_8x8 on AVX2 machines) when asked,
-// graphs through ggml-backend. Built against a fetched ggml by side_by_side.sh, never part of deepinfer's build.
-//   ggml_bench mm   type rows cols threads iters n1,n2,... repack|plain
-//   ggml_bench mmid type rows cols experts used threads iters n1,n2,... repack|plain
+// weights in the buffer type llama.cpp's loader gives them (auto), graphs through ggml-backend. Built against a
+// fetched ggml by side_by_side.sh, never part of deepinfer's build.
+//   ggml_bench mm   type rows cols threads iters n1,n2,... auto|repack|plain
+//   ggml_bench mmid type rows cols experts used threads iters n1,n2,... auto|repack|plain
+// auto: the first of the CPU backend's extra buffer types whose device accepts the op with the weight in it (AMX
+// for q8_0 on CPUs with AMX-INT8, CPU_REPACK for MXFP4: mxfp4_8x8 on AVX2 machines), else the plain CPU buffer,
+// as llama.cpp's weight_buft_supported picks them; repack / plain force CPU_REPACK / the plain buffer.
 // mm: one mul_mat per weight copy (copies >= 2 GiB); mmid: mul_mat_id over one [experts, rows, cols] weight,
 // token t of call c routed to experts (97 c + 7 t + 61 j) mod experts, j < used (deepinfer's moe case).
 #include <algorithm>
@@ -22,13 +25,43 @@
 
 static double now() { return std::chrono::duration<double>(std::chrono::steady_clock::now().time_since_epoch()).count(); }
 
-static ggml_backend_buffer_type_t repack_buft() {
-    ggml_backend_dev_t dev = ggml_backend_dev_by_type(GGML_BACKEND_DEVICE_TYPE_CPU);
+static std::vector<ggml_backend_buffer_type_t> extra_bufts(ggml_backend_dev_t dev) {
     ggml_backend_reg_t reg = ggml_backend_dev_backend_reg(dev);
     auto fn = (ggml_backend_dev_get_extra_bufts_t)ggml_backend_reg_get_proc_address(reg, "ggml_backend_dev_get_extra_bufts");
-    if (!fn) return nullptr;
-    for (ggml_backend_buffer_type_t* p = fn(dev); p && *p; ++p)
-        if (std::string(ggml_backend_buft_name(*p)) == "CPU_REPACK") return *p;
+    std::vector<ggml_backend_buffer_type_t> out;
+    for (ggml_backend_buffer_type_t* p = fn ? fn(dev) : nullptr; p && *p; ++p) out.push_back(*p);
+    return out;
+}
+
+// The buffer type for weight w (K x M, E experts) as llama.cpp's loader picks it: the first extra buffer type for
+// which the CPU device supports the op (mul_mat, or mul_mat_id for experts) with w in a buffer of that type.
+static ggml_backend_buffer_type_t auto_buft(ggml_type type, int64_t K, int64_t M, int64_t E, int64_t used, bool id) {
+    ggml_backend_dev_t dev = ggml_backend_dev_by_type(GGML_BACKEND_DEVICE_TYPE_CPU);
+    ggml_init_params p = {ggml_tensor_overhead() * 8, nullptr, true};
+    ggml_context* c = ggml_init(p);
+    ggml_tensor* w = id ? ggml_new_tensor_3d(c, type, K, M, E) : ggml_new_tensor_2d(c, type, K, M);
+    ggml_tensor* x = id ? ggml_new_tensor_3d(c, GGML_TYPE_F32, K, 1, 1) : ggml_new_tensor_2d(c, GGML_TYPE_F32, K, 1);
+    ggml_tensor* op =
+        id ? ggml_mul_mat_id(c, w, x, ggml_new_tensor_2d(c, GGML_TYPE_I32, used, 1)) : ggml_mul_mat(c, w, x);
+    ggml_backend_buffer_type_t chosen = ggml_backend_cpu_buffer_type();
+    for (ggml_backend_buffer_type_t b : extra_bufts(dev)) {
+        ggml_backend_buffer_t buf = ggml_backend_buft_alloc_buffer(b, 0);
+        w->buffer = buf;
+        const bool ok = ggml_backend_dev_supports_op(dev, op);
+        w->buffer = nullptr;
+        ggml_backend_buffer_free(buf);
+        if (ok) {
+            chosen = b;
+            break;
+        }
+    }
+    ggml_free(c);
+    return chosen;
+}
+
+static ggml_backend_buffer_type_t named_buft(const char* name) {
+    for (ggml_backend_buffer_type_t b : extra_bufts(ggml_backend_dev_by_type(GGML_BACKEND_DEVICE_TYPE_CPU)))
+        if (std::string(ggml_backend_buft_name(b)) == name) return b;
     return nullptr;
 }
 
@@ -47,14 +80,18 @@ int main(int argc, char** argv) {
     const int threads = std::atoi(argv[a++]), iters = std::atoi(argv[a++]);
     std::vector<int64_t> ns;
     for (char* s = std::strtok(argv[a++], ","); s; s = std::strtok(nullptr, ",")) ns.push_back(std::atoll(s));
-    const bool want_repack = std::string(argv[a++]) == "repack";
+    const std::string placement = argv[a++];
     const ggml_type type = tname == "mxfp4" ? GGML_TYPE_MXFP4 : tname == "q8_0" ? GGML_TYPE_Q8_0 : tname == "bf16" ? GGML_TYPE_BF16 : GGML_TYPE_F32;
 
     ggml_backend_t be = ggml_backend_cpu_init();
     ggml_backend_cpu_set_n_threads(be, threads);
-    ggml_backend_buffer_type_t buft = want_repack ? repack_buft() : ggml_backend_cpu_buffer_type();
+    ggml_backend_buffer_type_t buft = placement == "auto"     ? auto_buft(type, K, M, E, used, id)
+                                      : placement == "repack" ? named_buft("CPU_REPACK")
+                                      : placement == "plain"  ? ggml_backend_cpu_buffer_type()
+                                                              : nullptr;
     if (!buft) {
-        std::fprintf(stderr, "no CPU_REPACK buffer type\n");
+        std::fprintf(stderr, "placement '%s': must be auto, repack (needs a CPU_REPACK buffer type) or plain\n",
+                     placement.c_str());
         return 1;
     }
     const size_t row = ggml_row_size(type, K), wbytes = row * M;

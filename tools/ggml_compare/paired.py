@@ -22,15 +22,17 @@ import subprocess
 import sys
 import tempfile
 
-# case -> (ggml_bench arguments before "threads iters rows", its trailing mode, bench-ops --only, kernel, weight)
+# case -> (ggml_bench arguments before "threads iters rows", its placement, bench-ops --only, kernel, weight).
+# ggml's weights go where llama.cpp's loader puts them (auto: AMX for q8_0 where the CPU has AMX-INT8, CPU_REPACK
+# for MXFP4, the plain buffer for bf16); the table names the buffer each case ran from.
 CASES = {
-    "moe": (["mmid", "mxfp4", "2304", "5120", "384", "6"], "repack", "moe", "gemm_fp4_grouped", "moe w1"),
-    "w1": (["mm", "mxfp4", "2304", "5120"], "repack", "expert w1", "gemm_fp4", "expert w1"),
-    "w2": (["mm", "mxfp4", "5120", "2304"], "repack", "expert w2", "gemm_fp4", "expert w2"),
-    "wq_b": (["mm", "q8_0", "32768", "1280"], "plain", "wq_b", "gemm_fp8", "wq_b"),
-    "wo_b": (["mm", "q8_0", "5120", "8192"], "plain", "wo_b", "gemm_fp8", "wo_b"),
-    "wo_a": (["mm", "q8_0", "8192", "4096"], "plain", "gemm_fp8_bf16x", "gemm_fp8_bf16x", "wo_a"),
-    "head": (["mm", "bf16", "129280", "5120"], "plain", "head", "gemm_f32_bf16w", "head"),
+    "moe": (["mmid", "mxfp4", "2304", "5120", "384", "6"], "auto", "moe", "gemm_fp4_grouped", "moe w1"),
+    "w1": (["mm", "mxfp4", "2304", "5120"], "auto", "expert w1", "gemm_fp4", "expert w1"),
+    "w2": (["mm", "mxfp4", "5120", "2304"], "auto", "expert w2", "gemm_fp4", "expert w2"),
+    "wq_b": (["mm", "q8_0", "32768", "1280"], "auto", "wq_b", "gemm_fp8", "wq_b"),
+    "wo_b": (["mm", "q8_0", "5120", "8192"], "auto", "wo_b", "gemm_fp8", "wo_b"),
+    "wo_a": (["mm", "q8_0", "8192", "4096"], "auto", "gemm_fp8_bf16x", "gemm_fp8_bf16x", "wo_a"),
+    "head": (["mm", "bf16", "129280", "5120"], "auto", "head", "gemm_f32_bf16w", "head"),
 }
 
 
@@ -41,6 +43,8 @@ def run_ggml(args, case, rows):
     times = {int(n): float(us) for n, us in re.findall(r"n=(\d+)\s+([\d.]+) us/op", out)}
     if not times:
         sys.exit(f"paired.py: no timings from {' '.join(cmd)}:\n{out}")
+    buffer = re.search(r"(\S+) buffer", out)
+    BUFFERS[case] = buffer.group(1) if buffer else "?"
     return times, None  # (no bandwidth probe)
 
 
@@ -60,6 +64,7 @@ def run_deepinfer(args, case, rows):
     return times, report["read_gbps"]
 
 
+BUFFERS = {}  # case -> the ggml buffer type its weights ran from
 ENGINES = [("ggml", run_ggml), ("deepinfer", run_deepinfer)]
 
 
@@ -101,7 +106,7 @@ def main():
           f"(DEEPINFER_AVX_VNNI={os.environ.get('DEEPINFER_AVX_VNNI', 'unset')}); deepinfer's read probe "
           f"{min(bandwidth):.1f}-{max(bandwidth):.1f} GB/s")
     print("# ratio = ggml time / deepinfer time within each pair (> 1: deepinfer faster); median [range]")
-    print(f"{'case':6} {'n':>3} {'ggml us':>10} {'deepinfer us':>13} {'ratio':>7}  range")
+    print(f"{'case':6} {'n':>3} {'ggml us':>10} {'deepinfer us':>13} {'ratio':>7}  {'range':9}  ggml buffer")
     for case in cases:
         for n in ns:
             pairs = samples[case][n]
@@ -110,7 +115,7 @@ def main():
             ratios = [g / d for g, d in pairs]
             print(f"{case:6} {n:>3} {statistics.median(g for g, _ in pairs):>10.1f} "
                   f"{statistics.median(d for _, d in pairs):>13.1f} {statistics.median(ratios):>7.2f}  "
-                  f"{min(ratios):.2f}-{max(ratios):.2f}")
+                  f"{min(ratios):.2f}-{max(ratios):.2f}  {BUFFERS.get(case, '?')}")
 
 
 if __name__ == "__main__":

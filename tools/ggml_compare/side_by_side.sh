@@ -32,8 +32,22 @@ case "${ISA:-native}" in
   *) echo "ISA must be native, avx2, avx2vnni or avx512nobf16" >&2; exit 2 ;;
 esac
 mkdir -p "$WORK"
+# GCC 12's _tile_loadconfig (amxtileintrin.h) names only the first 8 of ldtilecfg's 64 bytes as its operand, so
+# the stores of the tile shapes can be dropped: ggml's AMX q8_0 GEMM (llama.cpp's choice for q8_0 weights on
+# CPUs with AMX-INT8) then dies on SIGILL at its first tileloadd (seen with Debian 12's GCC 12.2). Here a copy of
+# the header whose operand covers all 64 bytes goes first on ggml's include path, so that ggml runs as a compiler
+# without the bug builds it (deepinfer's own TileConfig loads the configuration by inline assembly for this).
+AMX_FIX=""
+GCC_AMX_H=$(${CC:-gcc} -print-file-name=include 2>/dev/null)/amxtileintrin.h
+if [ -f "$GCC_AMX_H" ] && grep -q '(const void \*\*)__config' "$GCC_AMX_H"; then
+  mkdir -p "$WORK/amx-header-fix"
+  sed 's|(\*((const void \*\*)__config))|(*((const char (*)[64])__config))|' "$GCC_AMX_H" \
+    > "$WORK/amx-header-fix/amxtileintrin.h"
+  AMX_FIX="-I$WORK/amx-header-fix"
+fi
 if [ ! -f "$WORK/build/src/libggml-cpu.a" ]; then
-  cmake -S "$SRC" -B "$WORK/build" -G Ninja -DCMAKE_BUILD_TYPE=Release $GGML_ISA -DBUILD_SHARED_LIBS=OFF
+  cmake -S "$SRC" -B "$WORK/build" -G Ninja -DCMAKE_BUILD_TYPE=Release $GGML_ISA -DBUILD_SHARED_LIBS=OFF \
+    ${AMX_FIX:+-DCMAKE_C_FLAGS="$AMX_FIX" -DCMAKE_CXX_FLAGS="$AMX_FIX"}
   cmake --build "$WORK/build" --target ggml
 fi
 g++ -O2 -std=c++17 -I"$SRC/include" "$HERE/ggml_bench.cpp" "$WORK/build/src/libggml.a" \
