@@ -198,6 +198,9 @@ __attribute__((always_inline)) inline void finish_row(const QuantGemmTask& t, co
     scale_into(acc, _mm256_mul_ps(p0, u), _mm256_mul_ps(p1, u), sw0, sw1, sa);
 }
 
+// Panels::sa_unit and tile_keys of the task's rows, once per task (gemm_fp4_int_avx2.cpp).
+void tile_scales_of(const QuantGemmTask& t, const Panels& pn);
+
 // The EvexVnni form's panel GEMM (gemm_fp4_zmm_avx2.cpp), for gemm_fp4_int.
 void gemm_fp4_int_zmm(EvexVnni, const QuantGemmTask& t);
 

@@ -20,6 +20,9 @@
 // With AVX-VNNI (fp4_chunk.h AvxVnni) a row's `vpmaddwd` and `vpaddd` are one vpdpwssd, the same sums.
 #include <immintrin.h>
 
+#include <algorithm>
+#include <bit>
+#include <climits>
 #include <cstdint>
 #include <cstring>
 
@@ -177,7 +180,9 @@ __attribute__((always_inline)) inline void block_sums(const uint8_t* block, cons
 
 // Rows i0 .. i0 + R - 1 over all of k against the decoded group g: per block, int32 sums in registers (16
 // pairs of columns, two `vpmaddwd` and two `vpaddd` a row and pair, in block_sums), then each row's
-// partial scaled into its accumulators in L1 (finish_row).
+// partial scaled into its accumulators in L1: where the block's key (tile_scales_of, of the 8 rows the tile lies in)
+// admits all of them, by scale_by_exponents with the rows' sa_unit side by side -- each row would pass
+// exponent_scaled, so these are finish_row's operations -- else row by row (finish_row).
 // The first tile of a group also asks for the next group's codes into L2 (NextGroup). Form: PlainAvx2 or AvxVnni.
 // Out of line: the form's code stays in functions named with it (tests/ops/avx2_isa_check.py).
 template <int R, class Form>
@@ -188,12 +193,34 @@ __attribute__((noinline)) void tile(const QuantGemmTask& t, const Panels& pn, co
     const uint8_t* row0 = t.fp4_row + i0 * panel.bytes;
     float* acc = t.scratch;  // [R][16]
     for (int e = 0; e < 16 * R; e += 8) _mm256_store_ps(acc + e, _mm256_setzero_ps());
+    const int first = static_cast<int>(i0 % kZmmTileRows);  // the tile's first row within its key's 8
+    const int32_t* su = pn.sa_unit + i0 / kZmmTileRows * kb_count * kZmmTileRows + first;
+    const TileKey* keys = pn.tile_keys + i0 / kZmmTileRows * kb_count;
     for (int64_t kb = 0; kb < kb_count; ++kb) {
         __m256i s[R][2];
 #pragma GCC unroll 8
         for (int r = 0; r < R; ++r) s[r][0] = s[r][1] = _mm256_setzero_si256();
         next.prefetch_block<Fp4Chunk::kChunks>(kb);
-        block_sums<R, Form>(pn.codes + kb * kPanelBlockBytes, row0 + panel.words + 64 * kb, panel.bytes, s);
+        const uint8_t* block = pn.codes + kb * kPanelBlockBytes;
+        block_sums<R, Form>(block, row0 + panel.words + 64 * kb, panel.bytes, s);
+        const TileKey key = keys[kb];
+        if (key.lo >= range.lo && key.hi <= range.hi) {
+            const auto* exponents = reinterpret_cast<const __m256i*>(pn.sw_exponents + kb * 16);
+            const __m256i e0 = _mm256_load_si256(exponents), e1 = _mm256_load_si256(exponents + 1);
+#pragma GCC unroll 8
+            for (int r = 0; r < R; ++r) {
+                __m256 f0, f1;
+                if (key.lows >> (first + r) & 1) {
+                    const uint8_t* row = row0 + r * panel.bytes;
+                    joined_sums(row, panel, block, kb, row[panel.shift + kb], s[r][0], s[r][1], f0, f1);
+                } else {
+                    f0 = _mm256_cvtepi32_ps(s[r][0]);
+                    f1 = _mm256_cvtepi32_ps(s[r][1]);
+                }
+                scale_by_exponents(acc + 16 * r, f0, f1, e0, e1, su[kb * kZmmTileRows + r]);
+            }
+            continue;
+        }
 #pragma GCC unroll 8
         for (int r = 0; r < R; ++r) finish_row(t, pn, range, i0, kb, r, s[r][0], s[r][1], acc + 16 * r);
     }
@@ -220,12 +247,45 @@ void tiles_of_group(const QuantGemmTask& t, const Panels& pn, const ExponentRang
 
 }  // namespace
 
+// Panels::sa_unit and tile_keys for the task's rows, in tiles of kZmmTileRows (a last short tile padded with copies of
+// its first row: they pass the checks when it does). Once per task, so that a tile's scaling of a block reads one key
+// and its rows' sa_unit side by side rather than three loads and the checks per row (from a row's scattered arrays,
+// the pointers spilled: 30% of the EvexVnni form's time at 16 rows on Zen 5; finish_row took 40% of the AvxVnni
+// form's tile on an Intel Xeon). The ymm forms' tiles of 4 rows read the key of the 8 they lie in.
+void tile_scales_of(const QuantGemmTask& t, const Panels& pn) {
+    const int64_t kb_count = t.k / 32;
+    const Fp4PanelRow panel = fp4_panel_row(kb_count);
+    for (int64_t i0 = 0; i0 < t.n; i0 += kZmmTileRows) {
+        const int64_t tile = i0 / kZmmTileRows, rows = std::min<int64_t>(kZmmTileRows, t.n - i0);
+        int32_t* su = pn.sa_unit + tile * kb_count * kZmmTileRows;
+        TileKey* keys = pn.tile_keys + tile * kb_count;
+        for (int64_t kb = 0; kb < kb_count; ++kb) keys[kb] = {INT32_MAX, INT32_MIN, 0, 0};
+        for (int r = 0; r < kZmmTileRows; ++r) {
+            const int64_t i = i0 + (r < rows ? r : 0);
+            const uint8_t* row = t.fp4_row + i * panel.bytes;
+            const float* sa = t.act_scales + i * kb_count;
+            for (int64_t kb = 0; kb < kb_count; ++kb) {
+                int32_t unit;
+                std::memcpy(&unit, row + panel.unit + 4 * kb, 4);
+                const auto sa_bits = std::bit_cast<uint32_t>(sa[kb]);
+                const auto e = static_cast<int32_t>(sa_bits >> 23 & 0xff);
+                const uint8_t shift = row[panel.shift + kb];
+                su[kb * kZmmTileRows + r] = static_cast<int32_t>(sa_bits + static_cast<uint32_t>(unit));  // (wraps)
+                keys[kb].lo = std::min(keys[kb].lo, shift == kChainBlock ? 0 : e);
+                keys[kb].hi = std::max(keys[kb].hi, e + (unit >> 23) - 135);
+                if (shift != 0 && shift != kChainBlock) keys[kb].lows |= 1 << r;
+            }
+        }
+    }
+}
+
 void gemm_fp4_int(const QuantGemmTask& t) {
     with_form([&]<class Form>(Form) {
         if constexpr (Form::kEvex) {
             gemm_fp4_int_zmm(Form{}, t);
         } else {
             const Panels pn = panels_of(t, 0);
+            tile_scales_of(t, pn);
             for (int64_t g = 0; g < t.groups; ++g) {
                 const ExponentRange range = decode_group(t, pn, g);
                 tiles_of_group<Form>(t, pn, range, g, next_group<Fp4Chunk>(t, g));

@@ -4,15 +4,13 @@
 // the AVX2 table's; tests/ops/avx2_isa_check.py allows AVX-512 only in functions named with EvexVnni).
 //
 // Against the ymm forms: tiles of 8 activation rows whose block sums run on zmm (one vpdpwssd for the group's 16
-// weight rows), the scaling of a block once for the tile's rows (tile_scales_of: one key per tile and block), and
-// the next row group decoded into a second panel by the current group's first tile, beside its products.
+// weight rows), the rows' accumulators in registers, and the next row group decoded into a second panel by the
+// current group's first tile, beside its products. (The scaling of a block once for the tile's rows, one key per
+// tile and block from tile_scales_of, all forms share.)
 #include <immintrin.h>
 
-#include <algorithm>
 #include <bit>
-#include <climits>
 #include <cstdint>
-#include <cstring>
 #include <utility>
 
 #include "backend/cpu/x86/avx2/fp4_panel.h"
@@ -99,37 +97,6 @@ __attribute__((target("avx512f,avx512bw"), noinline)) ExponentRange decode_group
     dec.start(EvexVnni{}, t, pn, g);
     for (int64_t kb = 0; kb < t.k / 32; ++kb) dec.block(EvexVnni{}, kb);
     return dec.range(EvexVnni{});
-}
-
-// Panels::sa_unit and tile_keys for the task's rows, in tiles of kZmmTileRows (a last short tile padded with copies of
-// its first row: they pass the checks when it does). Once per task, so that a tile's scaling of a block reads one key
-// and its rows' sa_unit side by side rather than three loads and the checks per row (from a row's scattered arrays,
-// the pointers spilled: 30% of the GEMM's time at 16 rows, Zen 5).
-void tile_scales_of(const QuantGemmTask& t, const Panels& pn) {
-    const int64_t kb_count = t.k / 32;
-    const Fp4PanelRow panel = fp4_panel_row(kb_count);
-    for (int64_t i0 = 0; i0 < t.n; i0 += kZmmTileRows) {
-        const int64_t tile = i0 / kZmmTileRows, rows = std::min<int64_t>(kZmmTileRows, t.n - i0);
-        int32_t* su = pn.sa_unit + tile * kb_count * kZmmTileRows;
-        TileKey* keys = pn.tile_keys + tile * kb_count;
-        for (int64_t kb = 0; kb < kb_count; ++kb) keys[kb] = {INT32_MAX, INT32_MIN, 0, 0};
-        for (int r = 0; r < kZmmTileRows; ++r) {
-            const int64_t i = i0 + (r < rows ? r : 0);
-            const uint8_t* row = t.fp4_row + i * panel.bytes;
-            const float* sa = t.act_scales + i * kb_count;
-            for (int64_t kb = 0; kb < kb_count; ++kb) {
-                int32_t unit;
-                std::memcpy(&unit, row + panel.unit + 4 * kb, 4);
-                const auto sa_bits = std::bit_cast<uint32_t>(sa[kb]);
-                const auto e = static_cast<int32_t>(sa_bits >> 23 & 0xff);
-                const uint8_t shift = row[panel.shift + kb];
-                su[kb * kZmmTileRows + r] = static_cast<int32_t>(sa_bits + static_cast<uint32_t>(unit));  // (wraps)
-                keys[kb].lo = std::min(keys[kb].lo, shift == kChainBlock ? 0 : e);
-                keys[kb].hi = std::max(keys[kb].hi, e + (unit >> 23) - 135);
-                if (shift != 0 && shift != kChainBlock) keys[kb].lows |= 1 << r;
-            }
-        }
-    }
 }
 
 // R (1-8) rows' int32 sums of one block on zmm (the EvexVnni form) into s: per pair of columns one vpdpwssd for the
