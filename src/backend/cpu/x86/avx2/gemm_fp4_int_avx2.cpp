@@ -89,7 +89,7 @@ ExponentRange decode_group(const QuantGemmTask& t, const Panels& pn, int64_t g) 
 template <int R, class Form>
 __attribute__((always_inline)) inline void block_sums(const uint8_t* block, const uint8_t* words, int64_t stride,
                                                       __m256i (&s)[R][2]) {
-    static_assert(R >= 1 && R <= 4);
+    static_assert(R >= 1 && R <= (Form::kVnni ? 6 : 4));
     const uint8_t* words3 = words + 3 * stride;  // (row 3: no addressing mode takes 3 * stride)
     const uint8_t* end = block + kPanelBlockBytes;
     const __m256i high = _mm256_set1_epi16(static_cast<int16_t>(0xff00));
@@ -114,17 +114,32 @@ __attribute__((always_inline)) inline void block_sums(const uint8_t* block, cons
 #define DI_ROWS2(ROW, off, w0, w1, set) DI_ROWS1(ROW, off, w0, w1, set) DI_ROW1(ROW, off, w0, w1, set)
 #define DI_ROWS3(ROW, off, w0, w1, set) DI_ROWS2(ROW, off, w0, w1, set) DI_ROW2(ROW, off, w0, w1, set)
 #define DI_ROWS4(ROW, off, w0, w1, set) DI_ROWS3(ROW, off, w0, w1, set) DI_ROW3(ROW, off, w0, w1, set)
+#define DI_ROW4(ROW, off, w0, w1, set) \
+    "vpbroadcastd " off "(%[w],%[b],4), %%ymm2\n\t" ROW("%%ymm2", w0, w1, "%[" #set "40]", "%[" #set "41]")
+#define DI_ROW5(ROW, off, w0, w1, set) \
+    "vpbroadcastd " off "(%[w3],%[b],2), %%ymm2\n\t" ROW("%%ymm2", w0, w1, "%[" #set "50]", "%[" #set "51]")
+#define DI_ROWS5(ROW, off, w0, w1, set) DI_ROWS4(ROW, off, w0, w1, set) DI_ROW4(ROW, off, w0, w1, set)
+#define DI_ROWS6(ROW, off, w0, w1, set) DI_ROWS5(ROW, off, w0, w1, set) DI_ROW5(ROW, off, w0, w1, set)
     // Half a chunk (its low- or high-nibble vectors at byte `at` of the chunk): the shifted pair (words at byte
     // `even` of the chunk's) into the sums set a, the masked one (at `odd`) into set `set`.
 #define DI_HALF(ROWS, ROW, at, even, odd, set)                                                                   \
     "vmovdqa " at "(%[p]), %%ymm0\n\tvmovdqa " at "+32(%[p]), %%ymm1\n\t"                                        \
     "vpsllw $8, %%ymm0, %%ymm4\n\tvpsllw $8, %%ymm1, %%ymm5\n\t" ROWS(ROW, even, "%%ymm4", "%%ymm5", a)          \
     "vpand %[high], %%ymm0, %%ymm0\n\tvpand %[high], %%ymm1, %%ymm1\n\t" ROWS(ROW, odd, "%%ymm0", "%%ymm1", set)
+    // 5-6 rows (AvxVnni): 10-12 sums leave four registers, so the pair is widened in place -- shifted after its
+    // load, masked by vpand straight from memory -- rather than into copies.
+#define DI_HALF_IN_PLACE(ROWS, ROW, at, even, odd, set)                                                          \
+    "vmovdqa " at "(%[p]), %%ymm0\n\tvmovdqa " at "+32(%[p]), %%ymm1\n\t"                                        \
+    "vpsllw $8, %%ymm0, %%ymm0\n\tvpsllw $8, %%ymm1, %%ymm1\n\t" ROWS(ROW, even, "%%ymm0", "%%ymm1", a)          \
+    "vpand " at "(%[p]), %[high], %%ymm0\n\tvpand " at "+32(%[p]), %[high], %%ymm1\n\t"                         \
+    ROWS(ROW, odd, "%%ymm0", "%%ymm1", set)
 #define DI_OUT(set, v, r) [set##r##0] "+x"(v[r][0]), [set##r##1] "+x"(v[r][1])
 #define DI_OUTS1(set, v) DI_OUT(set, v, 0)
 #define DI_OUTS2(set, v) DI_OUTS1(set, v), DI_OUT(set, v, 1)
 #define DI_OUTS3(set, v) DI_OUTS2(set, v), DI_OUT(set, v, 2)
 #define DI_OUTS4(set, v) DI_OUTS3(set, v), DI_OUT(set, v, 3)
+#define DI_OUTS5(set, v) DI_OUTS4(set, v), DI_OUT(set, v, 4)
+#define DI_OUTS6(set, v) DI_OUTS5(set, v), DI_OUT(set, v, 5)
 #define DI_UNPAREN(...) __VA_ARGS__
     // The loop over the block's four chunks. Its reads are declared by the "memory" clobber: an operand per array
     // would pass asm's limit of 30 with two rows' two sets.
@@ -134,6 +149,18 @@ __attribute__((always_inline)) inline void block_sums(const uint8_t* block, cons
             : DI_UNPAREN outputs, [p] "+r"(block), [w] "+r"(words)                                                    \
             : [b] "r"(stride), [end] "r"(end), [high] "x"(high)                                                       \
             : DI_CLOBBERS)
+    // (5-6 rows: the block's four chunks spelled out, no loop: 12 sums in and out leave asm's 30 operands no room for
+    // a loop's pointers and end)
+#define DI_CHUNK_IN_PLACE(ROWS, at0, at1, e0, o0, e1, o1) \
+    DI_HALF_IN_PLACE(ROWS, DI_VNNI_ROW, at0, e0, o0, a) DI_HALF_IN_PLACE(ROWS, DI_VNNI_ROW, at1, e1, o1, a)
+#define DI_SUMS_IN_PLACE(ROWS, outputs)                                                                              \
+    __asm__(DI_CHUNK_IN_PLACE(ROWS, "0", "64", "0", "8", "4", "12")                                                  \
+                DI_CHUNK_IN_PLACE(ROWS, "128", "192", "16", "24", "20", "28")                                        \
+                    DI_CHUNK_IN_PLACE(ROWS, "256", "320", "32", "40", "36", "44")                                    \
+                        DI_CHUNK_IN_PLACE(ROWS, "384", "448", "48", "56", "52", "60")                                \
+            : DI_UNPAREN outputs                                                                                      \
+            : [p] "r"(block), [w] "r"(words), [w3] "r"(words3), [b] "r"(stride), [high] "x"(high)                    \
+            : "ymm0", "ymm1", "ymm2", "memory")
     static_assert(!Form::kEvex, "the EvexVnni form sums on zmm (tile_zmm)");
     if constexpr (Form::kVnni && R < 3) {
         __m256i t[R][2];
@@ -146,8 +173,12 @@ __attribute__((always_inline)) inline void block_sums(const uint8_t* block, cons
         }
     } else if constexpr (Form::kVnni && R == 3) {
         DI_SUMS_LOOP(DI_ROWS3, DI_VNNI_ROW, a, "", (DI_OUTS3(a, s)));
-    } else if constexpr (Form::kVnni) {
+    } else if constexpr (Form::kVnni && R == 4) {
         DI_SUMS_LOOP(DI_ROWS4, DI_VNNI_ROW, a, "add $16, %[w3]\n\t", (DI_OUTS4(a, s), [w3] "+r"(words3)));
+    } else if constexpr (Form::kVnni && R == 5) {
+        DI_SUMS_IN_PLACE(DI_ROWS5, (DI_OUTS5(a, s)));
+    } else if constexpr (Form::kVnni) {
+        DI_SUMS_IN_PLACE(DI_ROWS6, (DI_OUTS6(a, s)));
     } else if constexpr (R == 1) {
         DI_SUMS_LOOP(DI_ROWS1, DI_PLAIN_ROW, a, "", (DI_OUTS1(a, s)));
     } else if constexpr (R == 2) {
@@ -157,14 +188,23 @@ __attribute__((always_inline)) inline void block_sums(const uint8_t* block, cons
     } else {
         DI_SUMS_LOOP(DI_ROWS4, DI_PLAIN_ROW, a, "add $16, %[w3]\n\t", (DI_OUTS4(a, s), [w3] "+r"(words3)));
     }
+#undef DI_SUMS_IN_PLACE
+#undef DI_CHUNK_IN_PLACE
 #undef DI_SUMS_LOOP
 #undef DI_UNPAREN
+#undef DI_OUTS6
+#undef DI_OUTS5
 #undef DI_OUTS4
 #undef DI_OUTS3
 #undef DI_OUTS2
 #undef DI_OUTS1
 #undef DI_OUT
+#undef DI_HALF_IN_PLACE
 #undef DI_HALF
+#undef DI_ROWS6
+#undef DI_ROWS5
+#undef DI_ROW5
+#undef DI_ROW4
 #undef DI_ROWS4
 #undef DI_ROWS3
 #undef DI_ROWS2
@@ -193,9 +233,13 @@ __attribute__((noinline)) void tile(const QuantGemmTask& t, const Panels& pn, co
     const uint8_t* row0 = t.fp4_row + i0 * panel.bytes;
     float* acc = t.scratch;  // [R][16]
     for (int e = 0; e < 16 * R; e += 8) _mm256_store_ps(acc + e, _mm256_setzero_ps());
-    const int first = static_cast<int>(i0 % kZmmTileRows);  // the tile's first row within its key's 8
-    const int32_t* su = pn.sa_unit + i0 / kZmmTileRows * kb_count * kZmmTileRows + first;
-    const TileKey* keys = pn.tile_keys + i0 / kZmmTileRows * kb_count;
+    // The keys of the one or two tiles of 8 rows (tile_scales_of) this tile's rows lie in, and each row's sa_unit.
+    const int first = static_cast<int>(i0 % kZmmTileRows);  // the tile's first row within the first key's 8
+    const TileKey* keys0 = pn.tile_keys + i0 / kZmmTileRows * kb_count;
+    const TileKey* keys1 = pn.tile_keys + (i0 + R - 1) / kZmmTileRows * kb_count;
+    const int32_t* su[R];
+    for (int r = 0; r < R; ++r)
+        su[r] = pn.sa_unit + (i0 + r) / kZmmTileRows * kb_count * kZmmTileRows + (i0 + r) % kZmmTileRows;
     for (int64_t kb = 0; kb < kb_count; ++kb) {
         __m256i s[R][2];
 #pragma GCC unroll 8
@@ -203,7 +247,11 @@ __attribute__((noinline)) void tile(const QuantGemmTask& t, const Panels& pn, co
         next.prefetch_block<Fp4Chunk::kChunks>(kb);
         const uint8_t* block = pn.codes + kb * kPanelBlockBytes;
         block_sums<R, Form>(block, row0 + panel.words + 64 * kb, panel.bytes, s);
-        const TileKey key = keys[kb];
+        TileKey key = keys0[kb];
+        if (keys1 != keys0) {
+            const TileKey k1 = keys1[kb];
+            key = {std::min(key.lo, k1.lo), std::max(key.hi, k1.hi), key.lows | k1.lows << kZmmTileRows, 0};
+        }
         if (key.lo >= range.lo && key.hi <= range.hi) {
             const auto* exponents = reinterpret_cast<const __m256i*>(pn.sw_exponents + kb * 16);
             const __m256i e0 = _mm256_load_si256(exponents), e1 = _mm256_load_si256(exponents + 1);
@@ -217,7 +265,7 @@ __attribute__((noinline)) void tile(const QuantGemmTask& t, const Panels& pn, co
                     f0 = _mm256_cvtepi32_ps(s[r][0]);
                     f1 = _mm256_cvtepi32_ps(s[r][1]);
                 }
-                scale_by_exponents(acc + 16 * r, f0, f1, e0, e1, su[kb * kZmmTileRows + r]);
+                scale_by_exponents(acc + 16 * r, f0, f1, e0, e1, su[r][kb * kZmmTileRows]);
             }
             continue;
         }
@@ -229,15 +277,25 @@ __attribute__((noinline)) void tile(const QuantGemmTask& t, const Panels& pn, co
 }
 
 // Tiles of 4 rows: with 6 (the fp32 panel's) GCC spilled half the 12 accumulators, 5 did little better. (So did 6 in
-// the VNNI form, whose products need no temporaries: the sums array stayed on the stack, 0.8x the speed of 4.)
-constexpr int kTileRows = 4;
+// the VNNI form when its sums were intrinsics: the sums array stayed on the stack, 0.8x the speed of 4.) The AvxVnni
+// form's sums loop, in assembly, keeps 6 rows' 12 sums in registers: 12 vpdpwssd chains, where 4 rows' 8 chains
+// left the unit idle on an Intel core (a vpdpwssd waits ~5 cycles for its sum there; two issue a cycle).
+template <class Form>
+inline constexpr int kTileRows = Form::kVnni ? 6 : 4;
 
 template <class Form>
 void tiles_of_group(const QuantGemmTask& t, const Panels& pn, const ExponentRange& range, int64_t g,
                     NextGroup next) {
+    constexpr int kRows = kTileRows<Form>;
     int64_t i = 0;
-    for (; i + kTileRows <= t.n; i += kTileRows, next = NextGroup{}) tile<kTileRows, Form>(t, pn, range, g, i, next);
+    for (; i + kRows <= t.n; i += kRows, next = NextGroup{}) tile<kRows, Form>(t, pn, range, g, i, next);
     switch (t.n - i) {
+        case 5:
+            if constexpr (kRows > 5) tile<5, Form>(t, pn, range, g, i, next);
+            break;
+        case 4:
+            if constexpr (kRows > 4) tile<4, Form>(t, pn, range, g, i, next);
+            break;
         case 3: tile<3, Form>(t, pn, range, g, i, next); break;
         case 2: tile<2, Form>(t, pn, range, g, i, next); break;
         case 1: tile<1, Form>(t, pn, range, g, i, next); break;
