@@ -74,10 +74,10 @@ ExponentRange decode_group(const QuantGemmTask& t, const Panels& pn, int64_t g) 
     return exponent_range(t, static_cast<int32_t>(hmin_epu32(emin)), static_cast<int32_t>(hmax_epu32(emax)));
 }
 
-// R (1-4) rows' int32 sums of one block: s[r][0] / s[r][1] (weight rows 0-7 / 8-15) += the products of its 16 pairs
-// of columns (panel_pair, made from `block` in registers) with row r's words at words + r * stride: per row and pair
-// a vpmaddwd and a vpaddd each (PlainAvx2) or a vpdpwssd (AvxVnni). In assembly: from intrinsics GCC 12 kept two
-// copies of the sums, moving one to the other each pair and storing some to the stack (four rows, AvxVnni: 14
+// R (1-4; AvxVnni 1-6) rows' int32 sums of one block: s[r][0] / s[r][1] (weight rows 0-7 / 8-15) += the products of its
+// 16 pairs of columns (panel_pair, made from `block` in registers) with row r's words at words + r * stride: per row
+// and pair a vpmaddwd and a vpaddd each (PlainAvx2) or a vpdpwssd (AvxVnni). In assembly: from intrinsics GCC 12 kept
+// two copies of the sums, moving one to the other each pair and storing some to the stack (four rows, AvxVnni: 14
 // register moves and 4 stores per 16 vpdpwssd; three rows 14 moves per 12). In cache, one thread: the VNNI form 4-6%
 // faster at 16-64 rows, 2-10% at 6-7 and 10-11; the plain form 2-6%.
 // A vpdpwssd waits 4 cycles for its sum and two issue a cycle (Zen 5), so the 2 R chains of fewer than three rows
@@ -309,7 +309,7 @@ void tiles_of_group(const QuantGemmTask& t, const Panels& pn, const ExponentRang
 // its first row: they pass the checks when it does). Once per task, so that a tile's scaling of a block reads one key
 // and its rows' sa_unit side by side rather than three loads and the checks per row (from a row's scattered arrays,
 // the pointers spilled: 30% of the EvexVnni form's time at 16 rows on Zen 5; finish_row took 40% of the AvxVnni
-// form's tile on an Intel Xeon). The ymm forms' tiles of 4 rows read the key of the 8 they lie in.
+// form's tile on an Intel Xeon). The ymm forms' tiles (4 or 6 rows) combine the keys of the one or two 8s they lie in.
 void tile_scales_of(const QuantGemmTask& t, const Panels& pn) {
     const int64_t kb_count = t.k / 32;
     const Fp4PanelRow panel = fp4_panel_row(kb_count);
