@@ -25,6 +25,7 @@
 #include <climits>
 #include <cstdint>
 #include <cstring>
+#include <utility>
 
 #include "backend/cpu/x86/avx2/fp4_panel.h"
 
@@ -289,18 +290,10 @@ void tiles_of_group(const QuantGemmTask& t, const Panels& pn, const ExponentRang
     constexpr int kRows = kTileRows<Form>;
     int64_t i = 0;
     for (; i + kRows <= t.n; i += kRows, next = NextGroup{}) tile<kRows, Form>(t, pn, range, g, i, next);
-    switch (t.n - i) {
-        case 5:
-            if constexpr (kRows > 5) tile<5, Form>(t, pn, range, g, i, next);
-            break;
-        case 4:
-            if constexpr (kRows > 4) tile<4, Form>(t, pn, range, g, i, next);
-            break;
-        case 3: tile<3, Form>(t, pn, range, g, i, next); break;
-        case 2: tile<2, Form>(t, pn, range, g, i, next); break;
-        case 1: tile<1, Form>(t, pn, range, g, i, next); break;
-        default: break;
-    }
+    // the last 1 .. kRows - 1 rows (as tiles_of_group_zmm)
+    [&]<int... r>(std::integer_sequence<int, r...>) {
+        ((t.n - i == r + 1 ? tile<r + 1, Form>(t, pn, range, g, i, next) : void()), ...);
+    }(std::make_integer_sequence<int, kRows - 1>{});
 }
 
 }  // namespace
