@@ -1,13 +1,16 @@
 // The ggml side of `deepinfer bench-ops` (tools/ggml_compare/README.md), as a llama.cpp user runs ggml:
 // weights in the buffer type llama.cpp's loader gives them (auto), graphs through ggml-backend. Built against a
 // fetched ggml by side_by_side.sh, never part of deepinfer's build.
-//   ggml_bench mm   type rows cols threads iters n1,n2,... auto|repack|plain
-//   ggml_bench mmid type rows cols experts used threads iters n1,n2,... auto|repack|plain
+//   ggml_bench mm   type rows cols threads iters n1,n2,... auto|repack|plain [4k|huge]
+//   ggml_bench mmid type rows cols experts used threads iters n1,n2,... auto|repack|plain [4k|huge]
 // auto: the first of the CPU backend's extra buffer types whose device accepts the op with the weight in it (AMX
 // for q8_0 on CPUs with AMX-INT8, CPU_REPACK for MXFP4: mxfp4_8x8 on AVX2 machines), else the plain CPU buffer,
 // as llama.cpp's weight_buft_supported picks them; repack / plain force CPU_REPACK / the plain buffer.
 // mm: one mul_mat per weight copy (copies >= 2 GiB); mmid: mul_mat_id over one [experts, rows, cols] weight,
 // token t of call c routed to experts (97 c + 7 t + 61 j) mod experts, j < used (deepinfer's moe case).
+// 4k (default): the weight buffer in the pages ggml's allocation gets where transparent huge pages are madvise-only
+// (Debian's default): 4 KB. huge: the buffer madvise(MADV_HUGEPAGE)d before its first touch, as ggml's buffers (the
+// repacked and AMX ones are anonymous memory) get them where THP is "always" (deepinfer's own weights ask for them).
 #include <algorithm>
 #include <chrono>
 #include <cmath>
@@ -17,6 +20,8 @@
 #include <random>
 #include <string>
 #include <vector>
+
+#include <sys/mman.h>
 
 #include "ggml-alloc.h"
 #include "ggml-backend.h"
@@ -69,7 +74,8 @@ int main(int argc, char** argv) {
     if (argc < 2) return 2;
     const std::string mode = argv[1];
     const bool id = mode == "mmid";
-    if ((!id && argc != 9) || (id && argc != 11)) {
+    const int fixed_args = id ? 11 : 9;
+    if (argc != fixed_args && argc != fixed_args + 1) {
         std::fprintf(stderr, "usage: see the header of ggml_bench.cpp\n");
         return 2;
     }
@@ -81,6 +87,11 @@ int main(int argc, char** argv) {
     std::vector<int64_t> ns;
     for (char* s = std::strtok(argv[a++], ","); s; s = std::strtok(nullptr, ",")) ns.push_back(std::atoll(s));
     const std::string placement = argv[a++];
+    const std::string pages = a < argc ? argv[a++] : "4k";
+    if (pages != "4k" && pages != "huge") {
+        std::fprintf(stderr, "pages '%s': must be 4k or huge\n", pages.c_str());
+        return 1;
+    }
     const ggml_type type = tname == "mxfp4" ? GGML_TYPE_MXFP4 : tname == "q8_0" ? GGML_TYPE_Q8_0 : tname == "bf16" ? GGML_TYPE_BF16 : GGML_TYPE_F32;
 
     ggml_backend_t be = ggml_backend_cpu_init();
@@ -106,6 +117,14 @@ int main(int argc, char** argv) {
     for (size_t c = 0; c < copies; ++c) w[c] = id ? ggml_new_tensor_3d(cw, type, K, M, E) : ggml_new_tensor_2d(cw, type, K, M);
     ggml_backend_buffer_t wbuf = ggml_backend_alloc_ctx_tensors_from_buft(cw, buft);
     ggml_backend_buffer_set_usage(wbuf, GGML_BACKEND_BUFFER_USAGE_WEIGHTS);
+    if (pages == "huge") {  // the whole 2 MB pages inside the buffer, before the weights first touch them
+        const uintptr_t base = (uintptr_t)ggml_backend_buffer_get_base(wbuf), huge = 2u << 20;
+        const uintptr_t from = (base + huge - 1) & ~(huge - 1), to = (base + ggml_backend_buffer_get_size(wbuf)) & ~(huge - 1);
+        if (to > from && madvise((void*)from, to - from, MADV_HUGEPAGE) != 0) {
+            std::perror("ggml_bench: madvise(MADV_HUGEPAGE)");
+            return 1;
+        }
+    }
     {
         std::vector<float> f((size_t)M * K);
         std::mt19937 rng(1);
@@ -141,9 +160,10 @@ int main(int argc, char** argv) {
             ggml_backend_tensor_set(ids[c], iv.data(), 0, iv.size() * 4);
         }
     }
-    std::printf("ggml %s %s %lldx%lld%s: %.2f MB per %s, %zu copies, %s buffer, %d threads\n", mode.c_str(), tname.c_str(),
-                (long long)M, (long long)K, id ? (" x " + std::to_string(E) + " experts, " + std::to_string(used) + " used").c_str() : "",
-                wbytes / 1e6, id ? "expert" : "copy", copies, ggml_backend_buft_name(buft), threads);
+    std::printf("ggml %s %s %lldx%lld%s: %.2f MB per %s, %zu copies, %s buffer, %s pages, %d threads\n", mode.c_str(),
+                tname.c_str(), (long long)M, (long long)K,
+                id ? (" x " + std::to_string(E) + " experts, " + std::to_string(used) + " used").c_str() : "",
+                wbytes / 1e6, id ? "expert" : "copy", copies, ggml_backend_buft_name(buft), pages.c_str(), threads);
     for (int64_t n : ns) {
         ggml_init_params gp = {ggml_tensor_overhead() * (4 * calls + 16) + ggml_graph_overhead_custom(4096, false), nullptr, true};
         ggml_context* cg = ggml_init(gp);

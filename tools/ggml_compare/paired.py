@@ -8,7 +8,11 @@ is taken within the pair; the table gives each cell's median ratio over the roun
 side_by_side.sh builds ggml and calls this (ROUNDS=3 ISA=avx512nobf16 side_by_side.sh ...).
 
     paired.py --ggml WORK/ggml_bench --deepinfer build/release/tools/deepinfer [--isa avx2] [--rounds 3]
-              [--rows 1,4,16,64] [--threads 2] [--iters 3] [--cases moe,w1,...]
+              [--rows 1,4,16,64] [--threads 2] [--iters 3] [--cases moe,w1,...] [--pages 4k|huge]
+
+--pages puts both engines' weights in the same pages: 4k (default; `bench-ops --no-hugepages`, and ggml's buffers
+as they come where transparent huge pages are madvise-only) or huge (both in 2 MB pages: deepinfer's weight arena
+as it runs, ggml's weight buffer madvised before its first touch, as THP "always" gives ggml's anonymous buffers).
 
 The environment passes through (DEEPINFER_AVX_VNNI for the AVX2 table's forms; OMP_WAIT_POLICY, which
 side_by_side.sh leaves unset: libgomp's default, as llama.cpp runs).
@@ -38,7 +42,7 @@ CASES = {
 
 def run_ggml(args, case, rows):
     pre, mode = CASES[case][0], CASES[case][1]
-    cmd = [args.ggml] + pre + [str(args.threads), str(args.iters), rows, mode]
+    cmd = [args.ggml] + pre + [str(args.threads), str(args.iters), rows, mode, args.pages]
     out = subprocess.run(cmd, check=True, capture_output=True, text=True).stdout
     times = {int(n): float(us) for n, us in re.findall(r"n=(\d+)\s+([\d.]+) us/op", out)}
     if not times:
@@ -51,8 +55,9 @@ def run_ggml(args, case, rows):
 def run_deepinfer(args, case, rows):
     _, _, only, kernel, weight = CASES[case]
     with tempfile.NamedTemporaryFile(suffix=".json") as f:
-        cmd = [args.deepinfer, "bench-ops", "--no-hugepages", "--threads", str(args.threads), "--iters",
-               str(args.iters), "--only", only, "--json", f.name, "--rows"] + rows.split(",")
+        pages = ["--no-hugepages"] if args.pages == "4k" else []
+        cmd = [args.deepinfer, "bench-ops"] + pages + ["--threads", str(args.threads), "--iters", str(args.iters),
+                                                       "--only", only, "--json", f.name, "--rows"] + rows.split(",")
         if args.isa:
             cmd += ["--isa", args.isa]
         subprocess.run(cmd, check=True, capture_output=True, text=True)
@@ -78,6 +83,7 @@ def main():
     p.add_argument("--threads", type=int, default=2)
     p.add_argument("--iters", type=int, default=3)
     p.add_argument("--cases", default=",".join(CASES), help="of: " + ",".join(CASES))
+    p.add_argument("--pages", default="4k", choices=["4k", "huge"], help="both engines' weight pages")
     args = p.parse_args()
     cases = args.cases.split(",")
     for c in cases:
@@ -102,7 +108,7 @@ def main():
                 g, d = got["ggml"].get(n), got["deepinfer"].get(n)
                 if g is not None and d is not None:
                     samples[case][n].append((g, d))
-    print(f"# {args.rounds} paired rounds, {args.threads} threads, deepinfer {args.isa or 'native'} "
+    print(f"# {args.rounds} paired rounds, {args.threads} threads, {args.pages} pages, deepinfer {args.isa or 'native'} "
           f"(DEEPINFER_AVX_VNNI={os.environ.get('DEEPINFER_AVX_VNNI', 'unset')}); deepinfer's read probe "
           f"{min(bandwidth):.1f}-{max(bandwidth):.1f} GB/s")
     print("# ratio = ggml time / deepinfer time within each pair (> 1: deepinfer faster); median [range]")

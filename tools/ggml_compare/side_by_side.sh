@@ -10,7 +10,8 @@
 # on an AVX2-only CPU (Zen 3); ISA=avx2vnni for both with AVX-VNNI too, as on an E-core Xeon (Sierra Forest) or
 # Alder Lake (a CPU with AVX-VNNI needed; keep a WORK_DIR per ISA); ISA=avx512nobf16 as on Ice Lake / Cascade Lake:
 # ggml built for AVX-512 with VNNI and VBMI but no BF16 (what llama.cpp runs there), deepinfer's AVX2 table in its
-# EVEX VNNI form (its AVX-512 table needs bf16; needs a CPU with AVX512-VNNI).
+# EVEX VNNI form (its AVX-512 table needs bf16; needs a CPU with AVX512-VNNI). PAGES=huge puts both engines'
+# weights in 2 MB pages (default 4k: both in 4 KB pages; paired.py --pages).
 set -e
 SRC=${1:?usage: side_by_side.sh GGML_SRC [WORK_DIR]}
 WORK=${2:-/tmp/ggml-compare}
@@ -57,4 +58,5 @@ g++ -O2 -std=c++17 -I"$SRC/include" "$HERE/ggml_bench.cpp" "$WORK/build/src/libg
 # against 158-160 us unset, 2026-12-05), and is cleared here.
 unset OMP_WAIT_POLICY
 exec python3 "$HERE/paired.py" --ggml "$WORK/ggml_bench" --deepinfer "$DEEPINFER" ${DI_ISA:+--isa "$DI_ISA"} \
-  --rounds "${ROUNDS:-1}" --rows "$ROWS" --threads "$T" --iters "$I" ${CASES:+--cases "$CASES"}
+  --rounds "${ROUNDS:-1}" --rows "$ROWS" --threads "$T" --iters "$I" ${CASES:+--cases "$CASES"} \
+  --pages "${PAGES:-4k}"
