@@ -26,6 +26,7 @@
 // "Eighteenth session").
 #include "backend/cpu/x86/avx512/avx512_intrinsics.h"
 
+#include <algorithm>
 #include <cmath>
 #include <cstdint>
 #include <cstring>
@@ -141,6 +142,32 @@ void decode_scaled_block(const Fp4ToBf16& dec, const uint8_t* block, const uint8
     }
 }
 
+// Block kb of a row tile whose rows in `mask` lack kFp4SumsExact (the tile's C sums stored in c[g]): those rows'
+// sums take the integer kernel's fma of the chain's sums (gemm_int_rows: p * (sw * sa) + acc), and a gets the
+// block's A tile (`rows` rows of tile_block) with those rows zero, so the tile adds nothing to them.
+template <int G>
+void fold_chains(const Fp4ToBf16& dec, const uint8_t* block, const uint8_t* scales, const uint32_t* acts,
+                 int64_t act_words, const float* sa, int64_t kb_count, int64_t kb, uint16_t mask,
+                 const uint16_t* tile_block, int rows, float (*c)[256], uint16_t* a) {
+    for (int g = 0; g < G; ++g) {
+        __m512i v[kBlockPairs];
+        decode_fp4_block(dec, block + g * kPackedChunkBytes, G * kPackedChunkBytes, v);
+        const __m512 sw =
+            e8m0_to_ps(_mm_loadu_si128(reinterpret_cast<const __m128i*>(scales + g * kFp4ScaleBytes)));
+        for (uint32_t left = mask; left; left &= left - 1) {
+            const int r = __builtin_ctz(left);
+            float* cr = c[g] + 16 * r;
+            const __m512 p = fp4_block_chain(v, acts + r * act_words + kb * 16);
+            const __m512 scale = _mm512_mul_ps(sw, _mm512_set1_ps(sa[r * kb_count + kb]));
+            _mm512_store_ps(cr, _mm512_fmadd_ps(p, scale, _mm512_load_ps(cr)));
+        }
+    }
+    for (int r = 0; r < rows; ++r) {
+        const __m512i row = _mm512_load_si512(tile_block + r * 32);
+        _mm512_store_si512(a + r * 32, (mask >> r) & 1 ? _mm512_setzero_si512() : row);
+    }
+}
+
 // Up to 32 rows (one pass) decode into a ring of kRingBlocks blocks in L1 instead of the panel in L2.
 constexpr int kRingBlocks = 4;
 struct alignas(64) SumsScratch {
@@ -222,25 +249,9 @@ class SumsPass {
     // the block's A tile (s_.a[i]) are zero, so the tile adds nothing to them.
     void insert_chains(int i, int64_t kb, uint16_t mask) {
         store_c_tiles<G>(i, s_.c[i]);
-        for (int g = 0; g < G; ++g) {
-            __m512i v[kBlockPairs];
-            decode_fp4_block(dec_, codes_ + kb * G * kFp4BlockBytes + g * kPackedChunkBytes, G * kPackedChunkBytes,
-                             v);
-            const __m512 sw = e8m0_to_ps(
-                _mm_loadu_si128(reinterpret_cast<const __m128i*>(scales_ + (kb * G + g) * kFp4ScaleBytes)));
-            for (uint32_t rows = mask; rows; rows &= rows - 1) {
-                const int r = __builtin_ctz(rows);
-                float* c = s_.c[i][g] + 16 * r;
-                const __m512 p = fp4_block_chain(v, acts_[i] + r * (t_.k / 2) + kb * 16);
-                const __m512 s = _mm512_mul_ps(sw, _mm512_set1_ps(sa_[i][r * kb_count_ + kb]));
-                _mm512_store_ps(c, _mm512_fmadd_ps(p, s, _mm512_load_ps(c)));
-            }
-        }
+        fold_chains<G>(dec_, codes_ + kb * G * kFp4BlockBytes, scales_ + kb * G * kFp4ScaleBytes, acts_[i], t_.k / 2,
+                       sa_[i], kb_count_, kb, mask, tile_acts_[i] + kb * kTileBlockElems, m_[i], s_.c[i], s_.a[i]);
         load_c_tiles<G>(i, s_.c[i]);
-        for (int r = 0; r < m_[i]; ++r) {
-            const __m512i row = _mm512_load_si512(tile_acts_[i] + kb * kTileBlockElems + r * 32);
-            _mm512_store_si512(s_.a[i] + r * 32, (mask >> r) & 1 ? _mm512_setzero_si512() : row);
-        }
     }
 
     const QuantGemmTask& t_;
@@ -254,6 +265,104 @@ class SumsPass {
     const uint32_t* acts_[2];
     const float* sa_[2];
     const uint16_t* inexact_[2];
+    Fp4ToBf16 dec_;
+};
+
+// 33-64 rows (three or four row tiles): k in chunks of kChunkBlocks blocks; each chunk of the pair is decoded once
+// into L1 and multiplied by the row tiles two at a time, their C tiles waiting in the scratch between chunks (stored
+// and loaded whole, so the sums are SumsPass's, block by block in order). Every row tile is configured with 16 rows,
+// so the last one's rows past n hold whatever its buffer holds (tile_acts_elems: whole tiles); a row of C depends on
+// its row of A alone, and those rows' sums are never stored. Why: SumsPass over all of k per two row tiles wrote the
+// decoded pair to the panel in L2 and read it back there for the next two, as the fp8 kernel did before its chunks
+// (gemm_fp8_amx.cpp, multiply_run).
+constexpr int64_t kChunkBlocks = 8;
+constexpr int kChunkTiles = 4;
+struct alignas(64) ChunkScratch {
+    float c[kChunkTiles][2][kMaxTileRows * 16];     // [row tile][group]: the C tiles stored, the sums when run
+    uint16_t a[2][kMaxTileRows * 32];               // [tile of the pass]: a block of A, inexact rows zeroed
+    uint32_t b[kChunkBlocks][2][kBlockPairs * 16];  // the chunk's B tiles, [block][group]
+};
+
+template <int G>
+class ChunkedSumsPass {
+   public:
+    ChunkedSumsPass(const QuantGemmTask& t, ChunkScratch& s, int64_t g0, const uint16_t* inexact)
+        : t_(t), s_(s), kb_count_(t.k / 32), tiles_(static_cast<int>((t.n + kMaxTileRows - 1) / kMaxTileRows)) {
+        codes_ = t.codes + packed_group(g0, t.groups, kb_count_, kFp4BlockBytes, kPackedChunkBytes).offset;
+        scales_ = t.scales + packed_scale_offset(g0, t.groups, 0, kb_count_, kFp4ScaleBytes);
+        for (int i = 0; i < tiles_; ++i) {
+            const int64_t row = i * kMaxTileRows;
+            tile_acts_[i] = static_cast<const uint16_t*>(t.tile_acts) + tile_acts_at(row, 0, kb_count_);
+            acts_[i] = static_cast<const uint32_t*>(t.acts) + row * (t.k / 2);
+            sa_[i] = t.act_scales + row * kb_count_;
+            inexact_[i] = inexact + i * kb_count_;
+        }
+    }
+
+    void run() {
+        for (int64_t kb0 = 0; kb0 < kb_count_; kb0 += kChunkBlocks) {
+            const int64_t blocks = std::min(kChunkBlocks, kb_count_ - kb0);
+            for (int64_t j = 0; j < blocks; ++j)
+                decode_scaled_block<G, kManyRowsAhead>(dec_, codes_ + (kb0 + j) * G * kFp4BlockBytes,
+                                                       scales_ + (kb0 + j) * G * kFp4ScaleBytes, s_.b[j][0]);
+            for (int p = 0; p < tiles_; p += 2) multiply_chunk(p, p + 1 < tiles_, kb0, blocks);
+        }
+    }
+
+   private:
+    // Row tiles p and (two) p + 1 against the chunk: C tile registers 0-1 and 2-3, A 4 and 5, B 6 and 7.
+    void multiply_chunk(int p, bool two, int64_t kb0, int64_t blocks) {
+        if (kb0 == 0) {
+            zero_c_tiles<G>(0);
+            if (two) zero_c_tiles<G>(1);
+        } else {
+            load_c_tiles<G>(0, s_.c[p]);
+            if (two) load_c_tiles<G>(1, s_.c[p + 1]);
+        }
+        for (int64_t j = 0; j < blocks; ++j) {
+            const int64_t kb = kb0 + j;
+            _tile_loadd(6, s_.b[j][0], 64);
+            if constexpr (G == 2) _tile_loadd(7, s_.b[j][1], 64);
+            if (const uint16_t mask = inexact_[p][kb]) {
+                insert_chains(0, p, kb, mask);
+                _tile_loadd(4, s_.a[0], 64);
+            } else {
+                _tile_loadd(4, tile_acts_[p] + kb * kTileBlockElems, 64);
+            }
+            _tile_dpbf16ps(0, 4, 6);
+            if constexpr (G == 2) _tile_dpbf16ps(1, 4, 7);
+            if (!two) continue;
+            if (const uint16_t mask = inexact_[p + 1][kb]) {
+                insert_chains(1, p + 1, kb, mask);
+                _tile_loadd(5, s_.a[1], 64);
+            } else {
+                _tile_loadd(5, tile_acts_[p + 1] + kb * kTileBlockElems, 64);
+            }
+            _tile_dpbf16ps(2, 5, 6);
+            if constexpr (G == 2) _tile_dpbf16ps(3, 5, 7);
+        }
+        store_c_tiles<G>(0, s_.c[p]);
+        if (two) store_c_tiles<G>(1, s_.c[p + 1]);
+    }
+
+    // Row tile `tile` (C registers of pass tile i) at block kb, its rows in `mask` inexact: as SumsPass.
+    void insert_chains(int i, int tile, int64_t kb, uint16_t mask) {
+        store_c_tiles<G>(i, s_.c[tile]);
+        fold_chains<G>(dec_, codes_ + kb * G * kFp4BlockBytes, scales_ + kb * G * kFp4ScaleBytes, acts_[tile],
+                       t_.k / 2, sa_[tile], kb_count_, kb, mask, tile_acts_[tile] + kb * kTileBlockElems,
+                       kMaxTileRows, s_.c[tile], s_.a[i]);
+        load_c_tiles<G>(i, s_.c[tile]);
+    }
+
+    const QuantGemmTask& t_;
+    ChunkScratch& s_;
+    int64_t kb_count_;
+    int tiles_;
+    const uint8_t *codes_, *scales_;
+    const uint16_t* tile_acts_[kChunkTiles];
+    const uint32_t* acts_[kChunkTiles];
+    const float* sa_[kChunkTiles];
+    const uint16_t* inexact_[kChunkTiles];
     Fp4ToBf16 dec_;
 };
 
@@ -295,6 +404,8 @@ void gemm_fp4_amx_sums(const QuantGemmTask& t) {
             for (int64_t kb = 0; kb < kb_count; ++kb)
                 inexact[i / kMaxTileRows * kb_count + kb] &= static_cast<uint16_t>(~(1u << (i % kMaxTileRows)));
     SumsScratch scratch;
+    const bool chunked = tiles > 2 && tiles <= kChunkTiles;
+    ChunkScratch chunk_scratch;
     int configured = -1;
     for (int64_t g0 = 0; g0 < t.groups; g0 += 2) {
         const int G = g0 + 2 <= t.groups ? 2 : 1;
@@ -303,6 +414,17 @@ void gemm_fp4_amx_sums(const QuantGemmTask& t) {
         if (codes.lo < kScaleLo || codes.hi > kScaleHi) {
             if (configured >= 0) _tile_release(), configured = -1;
             gemm_pair_apart(t, g0, G, kFp4BlockBytes, kFp4ScaleBytes, gemm_fp4);
+            continue;
+        }
+        if (chunked) {
+            constexpr int kAllRows = kMaxTileRows * 32 + kMaxTileRows;  // (as `configured` below names m0, m1)
+            if (configured != kAllRows) configure_tile_pair(kMaxTileRows, kMaxTileRows), configured = kAllRows;
+            if (G == 2) ChunkedSumsPass<2>(t, chunk_scratch, g0, inexact.data()).run();
+            else ChunkedSumsPass<1>(t, chunk_scratch, g0, inexact.data()).run();
+            for (int64_t i = 0; i < tiles; ++i) {
+                const int m = static_cast<int>(std::min<int64_t>(kMaxTileRows, t.n - i * kMaxTileRows));
+                for (int g = 0; g < G; ++g) store_rows(t, chunk_scratch.c[i][g], m, i * kMaxTileRows, g0 + g);
+            }
             continue;
         }
         for (int64_t i0 = 0; i0 < t.n; i0 += 2 * kMaxTileRows) {
