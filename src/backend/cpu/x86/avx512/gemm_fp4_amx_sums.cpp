@@ -270,10 +270,10 @@ class SumsPass {
 
 // 33-64 rows (three or four row tiles): k in chunks of kChunkBlocks blocks; each chunk of the pair is decoded once
 // into L1 and multiplied by the row tiles two at a time, their C tiles waiting in the scratch between chunks (stored
-// and loaded whole, so the sums are SumsPass's, block by block in order). Every row tile is configured with 16 rows,
-// so the last one's rows past n hold whatever its buffer holds (tile_acts_elems: whole tiles); a row of C depends on
-// its row of A alone, and those rows' sums are never stored. Why: SumsPass over all of k per two row tiles wrote the
-// decoded pair to the panel in L2 and read it back there for the next two, as the fp8 kernel did before its chunks
+// and loaded whole, so the sums are SumsPass's, block by block in order). Every row tile is configured with 16 rows:
+// fp4_tile_acts zeroes the last one's rows past n (their sums are never stored; left as the buffer held them, the
+// pass ran 10-15% slower in cache at n = 33-40). Why: SumsPass over all of k per two row tiles wrote the decoded pair
+// to the panel in L2 and read it back there for the next two, as the fp8 kernel did before its chunks
 // (gemm_fp8_amx.cpp, multiply_run).
 constexpr int64_t kChunkBlocks = 8;
 constexpr int kChunkTiles = 4;
@@ -390,6 +390,8 @@ bool fp4_tile_acts(const void* acts, const float* act_scales, int64_t n, int64_t
         row_shift[i] = 0;
         fold_row_scales(a, sa, kb_count, 0, o, i);
     }
+    // the last row tile's rows past n: ChunkedSumsPass's row tiles load all 16
+    for (int64_t i = n; i % kMaxTileRows != 0; ++i) zero_tile_row(static_cast<uint16_t*>(out), i, kb_count);
     return true;
 }
 
