@@ -119,7 +119,8 @@ int main(int argc, char** argv) {
     ggml_backend_buffer_set_usage(wbuf, GGML_BACKEND_BUFFER_USAGE_WEIGHTS);
     if (pages == "huge") {  // the whole 2 MB pages inside the buffer, before the weights first touch them
         const uintptr_t base = (uintptr_t)ggml_backend_buffer_get_base(wbuf), huge = 2u << 20;
-        const uintptr_t from = (base + huge - 1) & ~(huge - 1), to = (base + ggml_backend_buffer_get_size(wbuf)) & ~(huge - 1);
+        const uintptr_t from = (base + huge - 1) & ~(huge - 1);
+        const uintptr_t to = (base + ggml_backend_buffer_get_size(wbuf)) & ~(huge - 1);
         if (to > from && madvise((void*)from, to - from, MADV_HUGEPAGE) != 0) {
             std::perror("ggml_bench: madvise(MADV_HUGEPAGE)");
             return 1;

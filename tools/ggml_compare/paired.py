@@ -108,7 +108,8 @@ def main():
                 g, d = got["ggml"].get(n), got["deepinfer"].get(n)
                 if g is not None and d is not None:
                     samples[case][n].append((g, d))
-    print(f"# {args.rounds} paired rounds, {args.threads} threads, {args.pages} pages, deepinfer {args.isa or 'native'} "
+    print(f"# {args.rounds} paired rounds, {args.threads} threads, {args.pages} pages, "
+          f"deepinfer {args.isa or 'native'} "
           f"(DEEPINFER_AVX_VNNI={os.environ.get('DEEPINFER_AVX_VNNI', 'unset')}); deepinfer's read probe "
           f"{min(bandwidth):.1f}-{max(bandwidth):.1f} GB/s")
     print("# ratio = ggml time / deepinfer time within each pair (> 1: deepinfer faster); median [range]")
