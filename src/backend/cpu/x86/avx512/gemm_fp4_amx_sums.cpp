@@ -35,6 +35,7 @@
 #include "backend/cpu/x86/avx512/avx512_common.h"
 #include "backend/cpu/x86/avx512/block_decode.h"
 #include "backend/cpu/x86/isa_ops.h"
+#include "core/check.h"
 #include "core/cpu_features.h"
 #include "core/scratch_pool.h"
 
@@ -142,129 +143,126 @@ void decode_scaled_block(const Fp4ToBf16& dec, const uint8_t* block, const uint8
     }
 }
 
-// Block kb of a row tile whose rows in `mask` lack kFp4SumsExact (the tile's C sums stored in c[g]): those rows'
-// sums take the integer kernel's fma of the chain's sums (gemm_int_rows: p * (sw * sa) + acc), and a gets the
-// block's A tile (`rows` rows of tile_block) with those rows zero, so the tile adds nothing to them.
+// A pair's codes and scales, as the passes stream them.
+struct PairCodes {
+    const uint8_t *codes, *scales;
+    PairCodes(const QuantGemmTask& t, int64_t g0) {
+        const int64_t kb_count = t.k / 32;
+        codes = t.codes + packed_group(g0, t.groups, kb_count, kFp4BlockBytes, kPackedChunkBytes).offset;
+        scales = t.scales + packed_scale_offset(g0, t.groups, 0, kb_count, kFp4ScaleBytes);
+    }
+};
+
+// The activations of the row tile from `row` (16 rows): tile-blocked (fp4_tile_acts), as values and scales (for the
+// chains), and its masks of inexact rows by block (inexact_rows).
+struct RowTile {
+    const uint16_t* tile_acts = nullptr;
+    const uint32_t* acts = nullptr;
+    const float* sa = nullptr;
+    const uint16_t* inexact = nullptr;
+    RowTile() = default;
+    RowTile(const QuantGemmTask& t, int64_t row, const uint16_t* inexact_masks) {
+        const int64_t kb_count = t.k / 32;
+        tile_acts = static_cast<const uint16_t*>(t.tile_acts) + tile_acts_at(row, 0, kb_count);
+        acts = static_cast<const uint32_t*>(t.acts) + row * (t.k / 2);
+        sa = t.act_scales + row * kb_count;
+        inexact = inexact_masks + row / kMaxTileRows * kb_count;
+    }
+};
+
+// Block kb of row tile r (the first `rows` rows loaded), whose rows in `mask` lack kFp4SumsExact, its C tiles
+// stored in c[g]: those rows' sums take the integer kernel's fma of the chain's sums (gemm_int_rows: p * (sw * sa)
+// + acc), and a gets the block's A tile with those rows zero, so the tile adds nothing to them.
 template <int G>
-void fold_chains(const Fp4ToBf16& dec, const uint8_t* block, const uint8_t* scales, const uint32_t* acts,
-                 int64_t act_words, const float* sa, int64_t kb_count, int64_t kb, uint16_t mask,
-                 const uint16_t* tile_block, int rows, float (*c)[256], uint16_t* a) {
+void fold_chains(const Fp4ToBf16& dec, const PairCodes& pair, const RowTile& r, int64_t k, int64_t kb, uint16_t mask,
+                 int rows, float (*c)[256], uint16_t* a) {
+    const int64_t kb_count = k / 32;
     for (int g = 0; g < G; ++g) {
         __m512i v[kBlockPairs];
-        decode_fp4_block(dec, block + g * kPackedChunkBytes, G * kPackedChunkBytes, v);
-        const __m512 sw =
-            e8m0_to_ps(_mm_loadu_si128(reinterpret_cast<const __m128i*>(scales + g * kFp4ScaleBytes)));
+        decode_fp4_block(dec, pair.codes + kb * G * kFp4BlockBytes + g * kPackedChunkBytes, G * kPackedChunkBytes, v);
+        const __m512 sw = e8m0_to_ps(
+            _mm_loadu_si128(reinterpret_cast<const __m128i*>(pair.scales + (kb * G + g) * kFp4ScaleBytes)));
         for (uint32_t left = mask; left; left &= left - 1) {
-            const int r = __builtin_ctz(left);
-            float* cr = c[g] + 16 * r;
-            const __m512 p = fp4_block_chain(v, acts + r * act_words + kb * 16);
-            const __m512 scale = _mm512_mul_ps(sw, _mm512_set1_ps(sa[r * kb_count + kb]));
+            const int row = __builtin_ctz(left);
+            float* cr = c[g] + 16 * row;
+            const __m512 p = fp4_block_chain(v, r.acts + row * (k / 2) + kb * 16);
+            const __m512 scale = _mm512_mul_ps(sw, _mm512_set1_ps(r.sa[row * kb_count + kb]));
             _mm512_store_ps(cr, _mm512_fmadd_ps(p, scale, _mm512_load_ps(cr)));
         }
     }
-    for (int r = 0; r < rows; ++r) {
-        const __m512i row = _mm512_load_si512(tile_block + r * 32);
-        _mm512_store_si512(a + r * 32, (mask >> r) & 1 ? _mm512_setzero_si512() : row);
+    const uint16_t* block = r.tile_acts + kb * kTileBlockElems;
+    for (int row = 0; row < rows; ++row) {
+        const __m512i v = _mm512_load_si512(block + row * 32);
+        _mm512_store_si512(a + row * 32, (mask >> row) & 1 ? _mm512_setzero_si512() : v);
     }
 }
 
-// Up to 32 rows (one pass) decode into a ring of kRingBlocks blocks in L1 instead of the panel in L2.
+// Block kb's products of row tile r0 (C tile registers 0-1, A 4) and, where r1, of r1 (C 2-3, A 5) against the
+// pair's B tiles at b (6, 7; configure_tile_pair). A row tile whose block has inexact rows takes its A from
+// chains(i, mask): their chains folded into its sums (fold_chains), the A with those rows zero.
+template <int G, class Chains>
+inline void multiply_block(const uint32_t* b, const RowTile& r0, const RowTile* r1, int64_t kb, Chains&& chains) {
+    _tile_loadd(6, b, 64);
+    if constexpr (G == 2) _tile_loadd(7, b + kBlockPairs * 16, 64);
+    const uint16_t mask0 = r0.inexact[kb];
+    _tile_loadd(4, mask0 ? chains(0, mask0) : r0.tile_acts + kb * kTileBlockElems, 64);
+    _tile_dpbf16ps(0, 4, 6);
+    if constexpr (G == 2) _tile_dpbf16ps(1, 4, 7);
+    if (!r1) return;
+    const uint16_t mask1 = r1->inexact[kb];
+    _tile_loadd(5, mask1 ? chains(1, mask1) : r1->tile_acts + kb * kTileBlockElems, 64);
+    _tile_dpbf16ps(2, 5, 6);
+    if constexpr (G == 2) _tile_dpbf16ps(3, 5, 7);
+}
+
+// Up to 32 rows: two row tiles (m0 and m1 <= 16 rows; m1 = 0: one) against a pair's G groups in one pass over k,
+// block by block, each block decoded one ahead of its products into a ring of kRingBlocks blocks in L1.
 constexpr int kRingBlocks = 4;
 struct alignas(64) SumsScratch {
-    float c[2][2][kMaxTileRows * 16];    // [row tile][group]: the C tiles stored
+    float c[2][2][kMaxTileRows * 16];  // [row tile][group]: the C tiles stored, the sums when run
     uint16_t a[2][kMaxTileRows * 32];  // [row tile]: a block of A with its inexact rows zeroed
     uint32_t ring[kRingBlocks][2][kBlockPairs * 16];
 };
 
-// Two row tiles (m0 and m1 <= 16 rows; m1 = 0: one) against a pair's G groups, block by block (configure_tile_pair:
-// C of row tile i and group g at 2 i + g, A of tile i at 4 + i, B of group g at 6 + g). The B tiles come from the
-// task's panel (t.scratch, 2 KB a block): the pass of the first two row tiles decodes the pair into it, one block
-// ahead of its products; the others read it. A task of up to 16 rows (one pass) decodes into the ring instead.
 template <int G>
 class SumsPass {
    public:
-    SumsPass(const QuantGemmTask& t, SumsScratch& s, int64_t g0, int64_t i0, int m0, int m1, bool decode,
-             const uint16_t* inexact)
-        : t_(t), s_(s), kb_count_(t.k / 32), m_{m0, m1}, decode_(decode),
-          panel_(reinterpret_cast<uint32_t*>(t.scratch)) {
-        codes_ = t.codes + packed_group(g0, t.groups, kb_count_, kFp4BlockBytes, kPackedChunkBytes).offset;
-        scales_ = t.scales + packed_scale_offset(g0, t.groups, 0, kb_count_, kFp4ScaleBytes);
-        for (int i = 0; i < 2; ++i) {
-            const int64_t row = i0 + i * kMaxTileRows;
-            tile_acts_[i] = static_cast<const uint16_t*>(t.tile_acts) + tile_acts_at(row, 0, kb_count_);
-            acts_[i] = static_cast<const uint32_t*>(t.acts) + row * (t.k / 2);
-            sa_[i] = t.act_scales + row * kb_count_;
-            inexact_[i] = inexact + (row / kMaxTileRows) * kb_count_;
-        }
+    SumsPass(const QuantGemmTask& t, SumsScratch& s, int64_t g0, int m0, int m1, const uint16_t* inexact)
+        : t_(t), s_(s), kb_count_(t.k / 32), m_{m0, m1}, pair_(t, g0) {
+        for (int i = 0; i < (m1 > 0 ? 2 : 1); ++i) rows_[i] = RowTile(t, i * kMaxTileRows, inexact);
     }
 
     void run() {
         const int tiles = m_[1] > 0 ? 2 : 1;
         for (int i = 0; i < tiles; ++i) zero_c_tiles<G>(i);
-        if (decode_) decode(0);
+        decode(0);
         for (int64_t kb = 0; kb < kb_count_; ++kb) {
-            if (decode_ && kb + 1 < kb_count_) decode(kb + 1);
-            multiply(kb);
+            if (kb + 1 < kb_count_) decode(kb + 1);
+            multiply_block<G>(s_.ring[kb % kRingBlocks][0], rows_[0], m_[1] > 0 ? &rows_[1] : nullptr, kb,
+                              [&](int i, uint16_t mask) { return insert_chains(i, kb, mask); });
         }
         for (int i = 0; i < tiles; ++i) store_c_tiles<G>(i, s_.c[i]);
     }
 
    private:
-    uint32_t* buffer(int64_t kb) const {
-        if (t_.n <= 2 * kMaxTileRows) return s_.ring[kb % kRingBlocks][0];  // (the task's only pass)
-        return panel_ + kb * G * (kBlockPairs * 16);
-    }
-
     void decode(int64_t kb) {
-        decode_scaled_block<G, kManyRowsAhead>(dec_, codes_ + kb * G * kFp4BlockBytes,
-                                               scales_ + kb * G * kFp4ScaleBytes, buffer(kb));
+        decode_scaled_block<G, kManyRowsAhead>(dec_, pair_.codes + kb * G * kFp4BlockBytes,
+                                               pair_.scales + kb * G * kFp4ScaleBytes, s_.ring[kb % kRingBlocks][0]);
     }
 
-    void multiply(int64_t kb) {
-        const uint32_t* b = buffer(kb);
-        _tile_loadd(6, b, 64);
-        if constexpr (G == 2) _tile_loadd(7, b + kBlockPairs * 16, 64);
-        if (const uint16_t mask = inexact_[0][kb]) {
-            insert_chains(0, kb, mask);
-            _tile_loadd(4, s_.a[0], 64);
-        } else {
-            _tile_loadd(4, tile_acts_[0] + kb * kTileBlockElems, 64);
-        }
-        _tile_dpbf16ps(0, 4, 6);
-        if constexpr (G == 2) _tile_dpbf16ps(1, 4, 7);
-        if (m_[1] > 0) {
-            if (const uint16_t mask = inexact_[1][kb]) {
-                insert_chains(1, kb, mask);
-                _tile_loadd(5, s_.a[1], 64);
-            } else {
-                _tile_loadd(5, tile_acts_[1] + kb * kTileBlockElems, 64);
-            }
-            _tile_dpbf16ps(2, 5, 6);
-            if constexpr (G == 2) _tile_dpbf16ps(3, 5, 7);
-        }
-    }
-
-    // Block kb of row tile i, whose rows in `mask` lack kFp4SumsExact: their C rows take the integer kernel's
-    // fma of the chain's sums (gemm_int_rows: p * (sw * sa) + acc) before the block's products, and their rows of
-    // the block's A tile (s_.a[i]) are zero, so the tile adds nothing to them.
-    void insert_chains(int i, int64_t kb, uint16_t mask) {
+    const uint16_t* insert_chains(int i, int64_t kb, uint16_t mask) {
         store_c_tiles<G>(i, s_.c[i]);
-        fold_chains<G>(dec_, codes_ + kb * G * kFp4BlockBytes, scales_ + kb * G * kFp4ScaleBytes, acts_[i], t_.k / 2,
-                       sa_[i], kb_count_, kb, mask, tile_acts_[i] + kb * kTileBlockElems, m_[i], s_.c[i], s_.a[i]);
+        fold_chains<G>(dec_, pair_, rows_[i], t_.k, kb, mask, m_[i], s_.c[i], s_.a[i]);
         load_c_tiles<G>(i, s_.c[i]);
+        return s_.a[i];
     }
 
     const QuantGemmTask& t_;
     SumsScratch& s_;
     int64_t kb_count_;
     int m_[2];
-    bool decode_;
-    uint32_t* panel_;
-    const uint8_t *codes_, *scales_;
-    const uint16_t* tile_acts_[2];
-    const uint32_t* acts_[2];
-    const float* sa_[2];
-    const uint16_t* inexact_[2];
+    PairCodes pair_;
+    RowTile rows_[2];
     Fp4ToBf16 dec_;
 };
 
@@ -272,11 +270,12 @@ class SumsPass {
 // into L1 and multiplied by the row tiles two at a time, their C tiles waiting in the scratch between chunks (stored
 // and loaded whole, so the sums are SumsPass's, block by block in order). Every row tile is configured with 16 rows:
 // fp4_tile_acts zeroes the last one's rows past n (their sums are never stored; left as the buffer held them, the
-// pass ran 10-15% slower in cache at n = 33-40). Why: SumsPass over all of k per two row tiles wrote the decoded pair
-// to the panel in L2 and read it back there for the next two, as the fp8 kernel did before its chunks
-// (gemm_fp8_amx.cpp, multiply_run).
+// pass ran 10-15% slower in cache at n = 33-40: the tile unit runs faster on a half of A that is zero). Why: one
+// pass over all of k per two row tiles wrote the decoded pair to a panel in L2 and read it back there for the next
+// two, as the fp8 kernel did before its chunks (gemm_fp8_amx.cpp, multiply_run).
 constexpr int64_t kChunkBlocks = 8;
 constexpr int kChunkTiles = 4;
+static_assert(kChunkTiles * kMaxTileRows == kActRowChunk, "an MXFP4 task's rows fit the chunked pass");
 struct alignas(64) ChunkScratch {
     float c[kChunkTiles][2][kMaxTileRows * 16];     // [row tile][group]: the C tiles stored, the sums when run
     uint16_t a[2][kMaxTileRows * 32];               // [tile of the pass]: a block of A, inexact rows zeroed
@@ -287,30 +286,23 @@ template <int G>
 class ChunkedSumsPass {
    public:
     ChunkedSumsPass(const QuantGemmTask& t, ChunkScratch& s, int64_t g0, const uint16_t* inexact)
-        : t_(t), s_(s), kb_count_(t.k / 32), tiles_(static_cast<int>((t.n + kMaxTileRows - 1) / kMaxTileRows)) {
-        codes_ = t.codes + packed_group(g0, t.groups, kb_count_, kFp4BlockBytes, kPackedChunkBytes).offset;
-        scales_ = t.scales + packed_scale_offset(g0, t.groups, 0, kb_count_, kFp4ScaleBytes);
-        for (int i = 0; i < tiles_; ++i) {
-            const int64_t row = i * kMaxTileRows;
-            tile_acts_[i] = static_cast<const uint16_t*>(t.tile_acts) + tile_acts_at(row, 0, kb_count_);
-            acts_[i] = static_cast<const uint32_t*>(t.acts) + row * (t.k / 2);
-            sa_[i] = t.act_scales + row * kb_count_;
-            inexact_[i] = inexact + i * kb_count_;
-        }
+        : t_(t), s_(s), kb_count_(t.k / 32), tiles_(static_cast<int>((t.n + kMaxTileRows - 1) / kMaxTileRows)),
+          pair_(t, g0) {
+        for (int i = 0; i < tiles_; ++i) rows_[i] = RowTile(t, i * kMaxTileRows, inexact);
     }
 
     void run() {
         for (int64_t kb0 = 0; kb0 < kb_count_; kb0 += kChunkBlocks) {
             const int64_t blocks = std::min(kChunkBlocks, kb_count_ - kb0);
             for (int64_t j = 0; j < blocks; ++j)
-                decode_scaled_block<G, kManyRowsAhead>(dec_, codes_ + (kb0 + j) * G * kFp4BlockBytes,
-                                                       scales_ + (kb0 + j) * G * kFp4ScaleBytes, s_.b[j][0]);
+                decode_scaled_block<G, kManyRowsAhead>(dec_, pair_.codes + (kb0 + j) * G * kFp4BlockBytes,
+                                                       pair_.scales + (kb0 + j) * G * kFp4ScaleBytes, s_.b[j][0]);
             for (int p = 0; p < tiles_; p += 2) multiply_chunk(p, p + 1 < tiles_, kb0, blocks);
         }
     }
 
    private:
-    // Row tiles p and (two) p + 1 against the chunk: C tile registers 0-1 and 2-3, A 4 and 5, B 6 and 7.
+    // Row tiles p and (two) p + 1 against the chunk.
     void multiply_chunk(int p, bool two, int64_t kb0, int64_t blocks) {
         if (kb0 == 0) {
             zero_c_tiles<G>(0);
@@ -321,48 +313,27 @@ class ChunkedSumsPass {
         }
         for (int64_t j = 0; j < blocks; ++j) {
             const int64_t kb = kb0 + j;
-            _tile_loadd(6, s_.b[j][0], 64);
-            if constexpr (G == 2) _tile_loadd(7, s_.b[j][1], 64);
-            if (const uint16_t mask = inexact_[p][kb]) {
-                insert_chains(0, p, kb, mask);
-                _tile_loadd(4, s_.a[0], 64);
-            } else {
-                _tile_loadd(4, tile_acts_[p] + kb * kTileBlockElems, 64);
-            }
-            _tile_dpbf16ps(0, 4, 6);
-            if constexpr (G == 2) _tile_dpbf16ps(1, 4, 7);
-            if (!two) continue;
-            if (const uint16_t mask = inexact_[p + 1][kb]) {
-                insert_chains(1, p + 1, kb, mask);
-                _tile_loadd(5, s_.a[1], 64);
-            } else {
-                _tile_loadd(5, tile_acts_[p + 1] + kb * kTileBlockElems, 64);
-            }
-            _tile_dpbf16ps(2, 5, 6);
-            if constexpr (G == 2) _tile_dpbf16ps(3, 5, 7);
+            multiply_block<G>(s_.b[j][0], rows_[p], two ? &rows_[p + 1] : nullptr, kb,
+                              [&](int i, uint16_t mask) { return insert_chains(i, p + i, kb, mask); });
         }
         store_c_tiles<G>(0, s_.c[p]);
         if (two) store_c_tiles<G>(1, s_.c[p + 1]);
     }
 
-    // Row tile `tile` (C registers of pass tile i) at block kb, its rows in `mask` inexact: as SumsPass.
-    void insert_chains(int i, int tile, int64_t kb, uint16_t mask) {
+    // Row tile `tile` (the pass's C registers of tile i) at block kb, its rows in `mask` inexact: as SumsPass.
+    const uint16_t* insert_chains(int i, int tile, int64_t kb, uint16_t mask) {
         store_c_tiles<G>(i, s_.c[tile]);
-        fold_chains<G>(dec_, codes_ + kb * G * kFp4BlockBytes, scales_ + kb * G * kFp4ScaleBytes, acts_[tile],
-                       t_.k / 2, sa_[tile], kb_count_, kb, mask, tile_acts_[tile] + kb * kTileBlockElems,
-                       kMaxTileRows, s_.c[tile], s_.a[i]);
+        fold_chains<G>(dec_, pair_, rows_[tile], t_.k, kb, mask, kMaxTileRows, s_.c[tile], s_.a[i]);
         load_c_tiles<G>(i, s_.c[tile]);
+        return s_.a[i];
     }
 
     const QuantGemmTask& t_;
     ChunkScratch& s_;
     int64_t kb_count_;
     int tiles_;
-    const uint8_t *codes_, *scales_;
-    const uint16_t* tile_acts_[kChunkTiles];
-    const uint32_t* acts_[kChunkTiles];
-    const float* sa_[kChunkTiles];
-    const uint16_t* inexact_[kChunkTiles];
+    PairCodes pair_;
+    RowTile rows_[kChunkTiles];
     Fp4ToBf16 dec_;
 };
 
@@ -395,9 +366,10 @@ bool fp4_tile_acts(const void* acts, const float* act_scales, int64_t n, int64_t
     return true;
 }
 
-// Pair by pair (a lone last group on its own), two row tiles at a time; pairs outside the window by the per-block
-// kernel; then the rows outside it.
+// Pair by pair (a lone last group on its own): up to 32 rows in one SumsPass, 33-64 (kActRowChunk, the most of an
+// MXFP4 task) in a ChunkedSumsPass; pairs outside the window by the per-block kernel; then the rows outside it.
 void gemm_fp4_amx_sums(const QuantGemmTask& t) {
+    DI_CHECK_LE(t.n, kActRowChunk);
     const int64_t kb_count = t.k / 32, tiles = (t.n + kMaxTileRows - 1) / kMaxTileRows;
     ScratchVector<uint16_t> inexact(static_cast<size_t>(tiles * kb_count));
     inexact_rows(t, inexact.data());
@@ -405,43 +377,34 @@ void gemm_fp4_amx_sums(const QuantGemmTask& t) {
         if (t.tile_shift[i] == kWideRow)
             for (int64_t kb = 0; kb < kb_count; ++kb)
                 inexact[i / kMaxTileRows * kb_count + kb] &= static_cast<uint16_t>(~(1u << (i % kMaxTileRows)));
+    const bool chunked = tiles > 2;
+    // one pass: rows m0, m1 of its two row tiles; chunked: every row tile configured with 16 rows
+    const int m0 = static_cast<int>(std::min<int64_t>(t.n, kMaxTileRows));
+    const int m1 = chunked ? kMaxTileRows : static_cast<int>(t.n - m0);
     SumsScratch scratch;
-    const bool chunked = tiles > 2 && tiles <= kChunkTiles;
     ChunkScratch chunk_scratch;
-    int configured = -1;
+    bool configured = false;
     for (int64_t g0 = 0; g0 < t.groups; g0 += 2) {
         const int G = g0 + 2 <= t.groups ? 2 : 1;
         const ScaleCodeRange codes = scale_code_range(
             t.scales + packed_scale_offset(g0, t.groups, 0, kb_count, kFp4ScaleBytes), G * kb_count * kFp4ScaleBytes);
         if (codes.lo < kScaleLo || codes.hi > kScaleHi) {
-            if (configured >= 0) _tile_release(), configured = -1;
+            if (configured) _tile_release(), configured = false;
             gemm_pair_apart(t, g0, G, kFp4BlockBytes, kFp4ScaleBytes, gemm_fp4);
             continue;
         }
-        if (chunked) {
-            constexpr int kAllRows = kMaxTileRows * 32 + kMaxTileRows;  // (as `configured` below names m0, m1)
-            if (configured != kAllRows) configure_tile_pair(kMaxTileRows, kMaxTileRows), configured = kAllRows;
-            if (G == 2) ChunkedSumsPass<2>(t, chunk_scratch, g0, inexact.data()).run();
-            else ChunkedSumsPass<1>(t, chunk_scratch, g0, inexact.data()).run();
-            for (int64_t i = 0; i < tiles; ++i) {
-                const int m = static_cast<int>(std::min<int64_t>(kMaxTileRows, t.n - i * kMaxTileRows));
-                for (int g = 0; g < G; ++g) store_rows(t, chunk_scratch.c[i][g], m, i * kMaxTileRows, g0 + g);
-            }
-            continue;
-        }
-        for (int64_t i0 = 0; i0 < t.n; i0 += 2 * kMaxTileRows) {
-            const int64_t left = t.n - i0;
-            const int m0 = static_cast<int>(left < kMaxTileRows ? left : kMaxTileRows);
-            const int m1 = static_cast<int>(left - m0 < kMaxTileRows ? left - m0 : kMaxTileRows);
-            if (m0 * 32 + m1 != configured) configure_tile_pair(m0, m1), configured = m0 * 32 + m1;
-            if (G == 2) SumsPass<2>(t, scratch, g0, i0, m0, m1, i0 == 0, inexact.data()).run();
-            else SumsPass<1>(t, scratch, g0, i0, m0, m1, i0 == 0, inexact.data()).run();
-            for (int i = 0; i < 2; ++i)
-                for (int g = 0; g < G; ++g)
-                    store_rows(t, scratch.c[i][g], i ? m1 : m0, i0 + i * kMaxTileRows, g0 + g);
+        if (!configured) configure_tile_pair(chunked ? kMaxTileRows : m0, m1), configured = true;
+        float(*sums)[2][kMaxTileRows * 16] = chunked ? chunk_scratch.c : scratch.c;
+        if (chunked && G == 2) ChunkedSumsPass<2>(t, chunk_scratch, g0, inexact.data()).run();
+        else if (chunked) ChunkedSumsPass<1>(t, chunk_scratch, g0, inexact.data()).run();
+        else if (G == 2) SumsPass<2>(t, scratch, g0, m0, m1, inexact.data()).run();
+        else SumsPass<1>(t, scratch, g0, m0, m1, inexact.data()).run();
+        for (int64_t i = 0; i < tiles; ++i) {
+            const int m = static_cast<int>(std::min<int64_t>(kMaxTileRows, t.n - i * kMaxTileRows));
+            for (int g = 0; g < G; ++g) store_rows(t, sums[i][g], m, i * kMaxTileRows, g0 + g);
         }
     }
-    if (configured >= 0) _tile_release();
+    if (configured) _tile_release();
     gemm_wide_rows_apart(t, gemm_fp4);
 }
 
