@@ -255,12 +255,21 @@ bool QuantGemmCall::prepare_rows(const Item& item, int64_t r0, int64_t r1, const
     float* scales = to.scales + r0 * kb_count;
     if (item.p->x) load_bf16_acts(ops_, item.p->x + i * item.p->ldx, item.p->ldx, rows, k, values, scales);
     else ops_.decode_acts(a.codes + i * k, a.scales + i * kb_count, rows, k, values, scales);
+    const bool tiles =
+        tile_acts_of(item) && tile_acts_fn(item)(values, scales, rows, k, to.tile + r0 * k, to.tile_shift + r0);
     if (fp4_row_of(item)) {
         const int64_t row_bytes = ops_.fp4_row_bytes(k, item.ni);  // (the form the GEMM of ni rows reads)
-        for (int64_t r = r0; r < r1; ++r)
-            ops_.prep_fp4_row(a.codes + (item.i0 + r) * k, k, item.ni, to.fp4_row + r * row_bytes);
+        // Where the tiles took the rows, the GEMM of more than kFp4IntegerMaxRows rows runs on them and reads only
+        // the exact flags (IsaOps::prep_fp4_flags) -- but of its rows outside their window, which the integer
+        // kernel takes: the whole form, its planes.
+        const bool flags = tiles && ops_.prep_fp4_flags && item.ni > kFp4IntegerMaxRows;
+        for (int64_t r = r0; r < r1; ++r) {
+            const uint8_t* codes = a.codes + (item.i0 + r) * k;
+            if (flags && to.tile_shift[r] != kWideRow) ops_.prep_fp4_flags(codes, k, to.fp4_row + r * row_bytes);
+            else ops_.prep_fp4_row(codes, k, item.ni, to.fp4_row + r * row_bytes);
+        }
     }
-    return tile_acts_of(item) && tile_acts_fn(item)(values, scales, rows, k, to.tile + r0 * k, to.tile_shift + r0);
+    return tiles;
 }
 
 // The shared activations of a wave -- the units of consecutive items whose activations fit kSharedActsBytes (at

@@ -37,7 +37,7 @@ const IsaOps& avx512_ops() {
                                avx512::gemm_f32_bf16w_tiles, avx512::fp8_tile_acts,
                                avx512::fp4_tile_acts,       avx512::tile_loop,
                                avx512::fp8_tile_item_rows,  avx512::gemm_bf16_tiles,
-                               avx512::bf16_pair_tiles};
+                               avx512::bf16_pair_tiles,     avx512::prep_fp4_flags};
     return ops;
 }
 

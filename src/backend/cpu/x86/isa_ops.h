@@ -7,6 +7,7 @@
 
 #include <algorithm>
 #include <cstddef>
+#include <climits>
 #include <cstdint>
 
 #include "core/cpu_features.h"
@@ -120,6 +121,13 @@ static inline constexpr Fp4RowLayout fp4_row_layout(int64_t kb_count) {
 }
 inline constexpr float kFp4RowUnitScale = 0x1p25f;
 inline constexpr uint8_t kFp4PlanesExact = 1, kFp4SumsExact = 2;
+// The largest sum of a block's |v| whose products no fp32 partial sum can round: 12 * sum < 2^24 (|2 w| <= 12).
+inline constexpr int32_t kFp4MaxChainSum = ((1 << 24) - 1) / 12;
+// The AMX GEMMs' activation rows (IsaOps::fp8_tile_acts, fp4_tile_acts): the row shift of a row their window cannot
+// hold.
+inline constexpr int32_t kWideRow = INT32_MIN;
+// The most rows the integer MXFP4 kernels take where AMX runs: more go to the tiles (gemm_quant_avx512.cpp gemm_fp4).
+inline constexpr int64_t kFp4IntegerMaxRows = 4;
 
 // fp8 / MXFP4 GEMM of all activation rows against `groups` packed row groups (packing.h), the first of
 // them an even group of the weight (pairs stay whole).
@@ -295,6 +303,12 @@ struct IsaOps {
     // block kb at (p * k / 32 + kb) * 1024 elements: the tile of rows 32 p .. 32 p + 15, then that of the next 16),
     // rows past n zero.
     void (*bf16_pair_tiles)(const bf16* x, int64_t n, int64_t k, int64_t p0, int64_t p1, bf16* out) = nullptr;
+    // Optional (AVX-512), beside prep_fp4_row: of a row's integer form only the exact flags' kFp4SumsExact bits
+    // (Fp4RowLayout::exact; kFp4PlanesExact left clear, the rest unwritten) -- all that the AMX MXFP4 GEMMs of
+    // more than kFp4IntegerMaxRows rows read (gemm_fp4_amx_sums.cpp, gemm_amx.cpp). The driver gives the rows
+    // outside the tiles' window the whole form: they go to the integer kernel, which would take each block of a
+    // flags-only row by its vdpbf16ps chain (the same bits, slower).
+    void (*prep_fp4_flags)(const uint8_t* codes, int64_t k, uint8_t* out) = nullptr;
 };
 // x = hi + mid + lo exactly for every finite fp32 x whose parts stay normal (|x| >= ~2^-110): hi = x truncated to
 // bf16, mid = the rest truncated, lo = the rest of that (at most 8 significant bits). Infinities and NaNs go to hi
@@ -354,6 +368,7 @@ int64_t fp8_tile_item_rows();  // gemm_fp8_amx.cpp
 bool fp4_tile_acts(const void* acts, const float* act_scales, int64_t n, int64_t k, void* out,
                    int32_t* row_shift);  // gemm_fp4_amx_sums.cpp
 float tile_loop(int64_t iters);  // probe_amx.cpp
+void prep_fp4_flags(const uint8_t* codes, int64_t k, uint8_t* out);  // fp4_flags_avx512.cpp
 // The integer MXFP4 rows the AVX-512 GEMM of n rows reads: AVX2's planes, except from kFp4PanelMinRows rows
 // without AMX, where it decodes each pair once per chunk of k for all rows (gemm_quant_avx512.cpp, run_panel).
 int64_t fp4_row_bytes(int64_t k, int64_t n);

@@ -47,8 +47,6 @@ inline uint32_t pairs_of(uint32_t b) {
     return (b & 1u) | (b >> 1 & 2u) | (b >> 2 & 4u) | (b >> 3 & 8u);
 }
 
-// The largest sum of |v| whose block products no fp32 partial sum can round: 12 * sum < 2^24 (|2 w| <= 12).
-constexpr int kMaxChainSum = ((1 << 24) - 1) / 12;
 // The largest sum of |words| of a panel row's block: the panel GEMM's weights are 256 * 2 w (the int8 in the high
 // byte of an int16), and every partial sum of its int32 products must stay below 2^31.
 constexpr uint32_t kMaxPanelWordSum = ((uint32_t{1} << 31) - 1) / (256 * 12);
@@ -111,7 +109,7 @@ void prep_row(const uint8_t* codes, int64_t k, uint8_t* out) {
             const bool no_nan = _mm256_testz_si256(nan, nan);
             out[layout.exact + kb] = static_cast<uint8_t>(
                 (_mm256_testz_si256(bad, bad) ? kFp4PlanesExact : 0) |
-                (no_nan && hsum_epi32(magnitudes) <= kMaxChainSum ? kFp4SumsExact : 0));
+                (no_nan && hsum_epi32(magnitudes) <= kFp4MaxChainSum ? kFp4SumsExact : 0));
         } else {
             // |v| <= 15 * 2^14 and sum |v| <= 32 * 15 * 2^14: no int32 overflows
             __m256i vmax = zero, vsum = zero;
@@ -123,7 +121,7 @@ void prep_row(const uint8_t* codes, int64_t k, uint8_t* out) {
             const uint32_t largest = hmax_epu32(vmax), total = static_cast<uint32_t>(hsum_epi32(vsum));
             int shift = 0;  // (the sum of floor(|v| / 2^shift) is at most total >> shift)
             while ((largest >> shift) > 32767u || (total >> shift) > kMaxPanelWordSum) ++shift;
-            const bool chain = !_mm256_testz_si256(nan, nan) || total > kMaxChainSum;
+            const bool chain = !_mm256_testz_si256(nan, nan) || total > kFp4MaxChainSum;
             out[panel.shift + kb] = chain ? kChainBlock : static_cast<uint8_t>(shift);
             const __m128i count = _mm_cvtsi32_si128(shift);
             uint32_t lo_pairs = 0;

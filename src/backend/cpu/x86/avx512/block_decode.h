@@ -92,9 +92,6 @@ inline __m512 fp4_block_chain(const __m512i (&v)[16], const uint32_t* a) {
     return p;
 }
 
-// The AMX GEMMs' activation rows (fp8_tile_acts, fp4_tile_acts): the row shift of a row their window cannot hold.
-inline constexpr int32_t kWideRow = INT32_MIN;
-
 // The exponents of a row's nonzero |a sa| (a: decoded bf16 values [kb_count * 32], sa: its blocks' scales) as
 // biased fields: the largest value lies in [2^(top - 127), 2^(top - 126)), the smallest nonzero one in
 // [2^(bottom - 127), ...); top < bottom when none is nonzero. bf16 denormals count as zero (tdpbf16ps and

@@ -191,6 +191,18 @@ inline int64_t mm512_reduce_add_epi64(__m512i a) {
     for (int64_t v : x.v) s += static_cast<uint64_t>(v);
     return static_cast<int64_t>(s);
 }
+inline int mm512_reduce_add_epi32(__m512i a) {
+    const e::Lanes<int32_t, __m512i> x(a);
+    uint32_t s = 0;
+    for (int32_t v : x.v) s += static_cast<uint32_t>(v);
+    return static_cast<int>(s);
+}
+inline unsigned mm512_reduce_min_epu32(__m512i a) {
+    const e::Lanes<uint32_t, __m512i> x(a);
+    uint32_t m = x.v[0];
+    for (uint32_t v : x.v) m = v < m ? v : m;
+    return m;
+}
 inline __m512 mm512_dpbf16_ps(__m512 src, __m512bh a, __m512bh b) { return e::dpbf16_ps(src, a, b); }
 inline float mm512_reduce_add_ps(__m512 a) { return e::reduce_add_ps(a); }
 inline float mm512_reduce_max_ps(__m512 a) { return e::reduce_max_ps(a); }
@@ -251,6 +263,10 @@ inline float mm512_reduce_max_ps(__m512 a) { return e::reduce_max_ps(a); }
 #define _mm512_srai_epi32 DEEPINFER_EMU(mm512_srai_epi32)
 #undef _mm512_reduce_add_epi64
 #define _mm512_reduce_add_epi64 DEEPINFER_EMU(mm512_reduce_add_epi64)
+#undef _mm512_reduce_add_epi32
+#define _mm512_reduce_add_epi32 DEEPINFER_EMU(mm512_reduce_add_epi32)
+#undef _mm512_reduce_min_epu32
+#define _mm512_reduce_min_epu32 DEEPINFER_EMU(mm512_reduce_min_epu32)
 #undef _mm512_dpbf16_ps
 #define _mm512_dpbf16_ps DEEPINFER_EMU(mm512_dpbf16_ps)
 #undef _mm512_reduce_add_ps

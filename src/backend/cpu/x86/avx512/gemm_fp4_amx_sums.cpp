@@ -346,7 +346,7 @@ bool tile_unit_rounds_once() {
 
 bool fp4_tile_acts(const void* acts, const float* act_scales, int64_t n, int64_t k, void* out, int32_t* row_shift) {
     // (1-4 rows take the integer kernel: gemm_fp4)
-    if (n <= 4 || k >= kMaxK || !amx_enabled() || !tile_unit_rounds_once()) return false;
+    if (n <= kFp4IntegerMaxRows || k >= kMaxK || !amx_enabled() || !tile_unit_rounds_once()) return false;
     const int64_t kb_count = k / 32;
     for (int64_t i = 0; i < n; ++i) {
         const auto* a = static_cast<const uint16_t*>(acts) + i * k;

@@ -622,7 +622,7 @@ void gemm_fp4(const QuantGemmTask& t) {
     // AMX: tiles for 5 and more rows; 1-4 rows keep the integer form. Both give a block the integer form holds
     // its exact sum, and any other block the vdpbf16ps chain of fp4_block_chain (block_decode.h).
     // With the activations of fp4_tile_acts (IsaOps::fp4_tile_acts), the sums over all of k (gemm_fp4_amx_sums.cpp).
-    if (amx_enabled() && t.n > 4 && t.fp4_row) {
+    if (amx_enabled() && t.n > kFp4IntegerMaxRows && t.fp4_row) {
         if (t.tile_acts) gemm_fp4_amx_sums(t);
         else gemm_fp4_amx(t);
         return;
