@@ -11,6 +11,7 @@
 #include "backend/cpu/packing.h"
 #include "core/thread_profile.h"
 #include "core/check.h"
+#include "core/cpu_features.h"
 
 namespace deepinfer::backend::cpu {
 
@@ -102,9 +103,6 @@ struct SharedActs {
 };
 
 
-using TileActsFn = bool (*)(const void* acts, const float* act_scales, int64_t n, int64_t k, void* out,
-                            int32_t* row_shift);
-
 // One call of gemm_quant: several GEMMs in one dispatch. Every (GEMM, chunk of activation rows, chunk of row-group
 // pairs) is a work unit claimed by the pool's threads, so the threads stream the weights back to back instead of
 // meeting at the end of each GEMM (a decode step's MoE is 18 small GEMVs). Each unit computes what the single
@@ -139,8 +137,7 @@ class QuantGemmCall {
     int64_t plan(const QuantProblem* problems, size_t count);
     // The forms an item's activations take besides values and scales.
     bool fp4_row_of(const Item& item) const;
-    TileActsFn tile_acts_fn(const Item& item) const;
-    bool tile_acts_of(const Item& item) const { return tile_acts_fn(item) != nullptr; }
+    bool tile_acts_of(const Item& item) const;
     bool bits_acts_of(const Item& item) const;
     bool same_acts(int64_t i, int64_t j) const;
     void act_bytes(const Item& item, size_t bytes[5]) const;
@@ -215,9 +212,9 @@ bool QuantGemmCall::fp4_row_of(const Item& item) const {
 
 // fp8 and MXFP4 where the ISA has an AMX kernel that reads them: its activations are also made ready for it
 // (scaled rows; MXFP4: with the integer form, whose flags that kernel reads too).
-TileActsFn QuantGemmCall::tile_acts_fn(const Item& item) const {
-    if (item.p->w.layout == PackedLayout::kFp8R16K4) return ops_.fp8_tile_acts;
-    return fp4_row_of(item) ? ops_.fp4_tile_acts : nullptr;
+bool QuantGemmCall::tile_acts_of(const Item& item) const {
+    if (item.p->w.layout == PackedLayout::kFp8R16K4) return ops_.fp8_tile_acts != nullptr;
+    return fp4_row_of(item) && ops_.fp4_tile_acts;
 }
 
 // fp8 prepared without NaN codes, where the ISA has a bit-placing decode: likewise for that decode.
@@ -255,20 +252,24 @@ bool QuantGemmCall::prepare_rows(const Item& item, int64_t r0, int64_t r1, const
     float* scales = to.scales + r0 * kb_count;
     if (item.p->x) load_bf16_acts(ops_, item.p->x + i * item.p->ldx, item.p->ldx, rows, k, values, scales);
     else ops_.decode_acts(a.codes + i * k, a.scales + i * kb_count, rows, k, values, scales);
-    const bool tiles =
-        tile_acts_of(item) && tile_acts_fn(item)(values, scales, rows, k, to.tile + r0 * k, to.tile_shift + r0);
-    if (fp4_row_of(item)) {
-        const int64_t row_bytes = ops_.fp4_row_bytes(k, item.ni);  // (the form the GEMM of ni rows reads)
-        // Where the tiles took the rows, the GEMM of more than kFp4IntegerMaxRows rows runs on them and reads only
-        // the exact flags (IsaOps::prep_fp4_flags) -- but of its rows outside their window, which the integer
-        // kernel takes: the whole form, its planes.
-        const bool flags = tiles && ops_.prep_fp4_flags && item.ni > kFp4IntegerMaxRows;
-        for (int64_t r = r0; r < r1; ++r) {
-            const uint8_t* codes = a.codes + (item.i0 + r) * k;
-            if (flags && to.tile_shift[r] != kWideRow) ops_.prep_fp4_flags(codes, k, to.fp4_row + r * row_bytes);
-            else ops_.prep_fp4_row(codes, k, item.ni, to.fp4_row + r * row_bytes);
-        }
+    if (!fp4_row_of(item))
+        return tile_acts_of(item) && ops_.fp8_tile_acts(values, scales, rows, k, to.tile + r0 * k, to.tile_shift + r0);
+    // MXFP4: the integer form, then the tile rows, which take its flags. Where the tiles take the rows, the GEMM of
+    // more than kFp4IntegerMaxRows rows runs on them and reads only the flags (IsaOps::prep_fp4_flags) -- but of
+    // its rows outside their window, which the integer kernel takes: the whole form, its planes.
+    const int64_t row_bytes = ops_.fp4_row_bytes(k, item.ni);  // (the form the GEMM of ni rows reads)
+    auto row_codes = [&](int64_t r) { return a.codes + (item.i0 + r) * k; };
+    const bool flags = tile_acts_of(item) && ops_.prep_fp4_flags && amx_enabled() && item.ni > kFp4IntegerMaxRows;
+    for (int64_t r = r0; r < r1; ++r) {
+        if (flags) ops_.prep_fp4_flags(row_codes(r), k, to.fp4_row + r * row_bytes);
+        else ops_.prep_fp4_row(row_codes(r), k, item.ni, to.fp4_row + r * row_bytes);
     }
+    const bool tiles = tile_acts_of(item) && ops_.fp4_tile_acts(values, scales, to.fp4_row + r0 * row_bytes, row_bytes,
+                                                                rows, k, to.tile + r0 * k, to.tile_shift + r0);
+    if (flags)
+        for (int64_t r = r0; r < r1; ++r)
+            if (!tiles || to.tile_shift[r] == kWideRow)
+                ops_.prep_fp4_row(row_codes(r), k, item.ni, to.fp4_row + r * row_bytes);
     return tiles;
 }
 

@@ -286,9 +286,11 @@ struct IsaOps {
     bool (*fp8_tile_acts)(const void* acts, const float* act_scales, int64_t n, int64_t k, void* out,
                           int32_t* row_shift) = nullptr;
     // Optional (AVX-512 where amx_enabled()): the same for the MXFP4 GEMM of n rows where it sums over all of k on
-    // the tiles (gemm_fp4_amx_sums.cpp): a * sa in bf16, row_shift 0, or kWideRow for a row outside its window.
-    bool (*fp4_tile_acts)(const void* acts, const float* act_scales, int64_t n, int64_t k, void* out,
-                          int32_t* row_shift) = nullptr;
+    // the tiles (gemm_fp4_amx_sums.cpp): a * sa in bf16, row_shift 0, or kWideRow for a row outside its window
+    // (zeros). A row's blocks whose flags in its integer form (fp4_rows, row_bytes apart: Fp4RowLayout::exact)
+    // lack kFp4SumsExact come out zero too: the kernel sums those by their chains.
+    bool (*fp4_tile_acts)(const void* acts, const float* act_scales, const uint8_t* fp4_rows, int64_t row_bytes,
+                          int64_t n, int64_t k, void* out, int32_t* row_shift) = nullptr;
     // Optional (AVX-512; call only where amx_enabled()): iters x 4 tdpbf16ps on tiles in registers, the machine
     // probe of the tile peak (machine_probe.h); returns a value of the sums.
     float (*tile_loop)(int64_t iters) = nullptr;
@@ -365,8 +367,8 @@ void bf16_pair_tiles(const bf16* x, int64_t n, int64_t k, int64_t p0, int64_t p1
 bool fp8_tile_acts(const void* acts, const float* act_scales, int64_t n, int64_t k, void* out,
                    int32_t* row_shift);  // gemm_fp8_amx.cpp
 int64_t fp8_tile_item_rows();  // gemm_fp8_amx.cpp
-bool fp4_tile_acts(const void* acts, const float* act_scales, int64_t n, int64_t k, void* out,
-                   int32_t* row_shift);  // gemm_fp4_amx_sums.cpp
+bool fp4_tile_acts(const void* acts, const float* act_scales, const uint8_t* fp4_rows, int64_t row_bytes, int64_t n,
+                   int64_t k, void* out, int32_t* row_shift);  // gemm_fp4_amx_sums.cpp
 float tile_loop(int64_t iters);  // probe_amx.cpp
 void prep_fp4_flags(const uint8_t* codes, int64_t k, uint8_t* out);  // fp4_flags_avx512.cpp
 // The integer MXFP4 rows the AVX-512 GEMM of n rows reads: AVX2's planes, except from kFp4PanelMinRows rows

@@ -12,9 +12,9 @@
 // multiple of 2^-125, as is every sum of them -- no sum falls below fp32's normal range, here or in the integer
 // kernel, and none nears overflow (k < 2^20). A block whose partial sums are exact (kFp4SumsExact) then sums in
 // the tile to p sw sa exactly, in any order, and the unit adds it to C with one rounding: C = RNE(C + p sw sa),
-// which is fma(p, sw sa, C). A row's block without the flag: its row of the A tile is zeroed for that block and
-// the chain's sum is put into the stored C tile by the integer kernel's fma, in block order. So every row gets
-// the integer kernel's operations on the same values.
+// which is fma(p, sw sa, C). A row's block without the flag: its row of the A tile is zero for that block
+// (fp4_tile_acts) and the chain's sum is put into the stored C tile by the integer kernel's fma, in block order. So
+// every row gets the integer kernel's operations on the same values.
 //
 // The one rounding per tdpbf16ps is the unit's behaviour, not its specification (the SDM's pseudo-code sums pair
 // by pair), so it is checked once per process on crafted products before any task takes this kernel; a CPU that
@@ -170,12 +170,12 @@ struct RowTile {
     }
 };
 
-// Block kb of row tile r (the first `rows` rows loaded), whose rows in `mask` lack kFp4SumsExact, its C tiles
-// stored in c[g]: those rows' sums take the integer kernel's fma of the chain's sums (gemm_int_rows: p * (sw * sa)
-// + acc), and a gets the block's A tile with those rows zero, so the tile adds nothing to them.
+// Block kb of row tile r, whose rows in `mask` lack kFp4SumsExact, its C tiles stored in c[g]: those rows' sums take
+// the integer kernel's fma of the chain's sums (gemm_int_rows: p * (sw * sa) + acc). Their A rows of the block are
+// zero (fp4_tile_acts), so the tile adds nothing to them.
 template <int G>
 void fold_chains(const Fp4ToBf16& dec, const PairCodes& pair, const RowTile& r, int64_t k, int64_t kb, uint16_t mask,
-                 int rows, float (*c)[256], uint16_t* a) {
+                 float (*c)[256]) {
     const int64_t kb_count = k / 32;
     for (int g = 0; g < G; ++g) {
         __m512i v[kBlockPairs];
@@ -190,27 +190,24 @@ void fold_chains(const Fp4ToBf16& dec, const PairCodes& pair, const RowTile& r, 
             _mm512_store_ps(cr, _mm512_fmadd_ps(p, scale, _mm512_load_ps(cr)));
         }
     }
-    const uint16_t* block = r.tile_acts + kb * kTileBlockElems;
-    for (int row = 0; row < rows; ++row) {
-        const __m512i v = _mm512_load_si512(block + row * 32);
-        _mm512_store_si512(a + row * 32, (mask >> row) & 1 ? _mm512_setzero_si512() : v);
-    }
 }
 
 // Block kb's products of row tile r0 (C tile registers 0-1, A 4) and, where r1, of r1 (C 2-3, A 5) against the
-// pair's B tiles at b (6, 7; configure_tile_pair). A row tile whose block has inexact rows takes its A from
-// chains(i, mask): their chains folded into its sums (fold_chains), the A with those rows zero.
+// pair's B tiles at b (6, 7; configure_tile_pair). A row tile whose block has inexact rows first gets their chains
+// folded into its sums: chains(i, mask) (fold_chains; the A rows of those blocks are zero).
 template <int G, class Chains>
 inline void multiply_block(const uint32_t* b, const RowTile& r0, const RowTile* r1, int64_t kb, Chains&& chains) {
     _tile_loadd(6, b, 64);
     if constexpr (G == 2) _tile_loadd(7, b + kBlockPairs * 16, 64);
     const uint16_t mask0 = r0.inexact[kb];
-    _tile_loadd(4, mask0 ? chains(0, mask0) : r0.tile_acts + kb * kTileBlockElems, 64);
+    if (mask0) chains(0, mask0);
+    _tile_loadd(4, r0.tile_acts + kb * kTileBlockElems, 64);
     _tile_dpbf16ps(0, 4, 6);
     if constexpr (G == 2) _tile_dpbf16ps(1, 4, 7);
     if (!r1) return;
     const uint16_t mask1 = r1->inexact[kb];
-    _tile_loadd(5, mask1 ? chains(1, mask1) : r1->tile_acts + kb * kTileBlockElems, 64);
+    if (mask1) chains(1, mask1);
+    _tile_loadd(5, r1->tile_acts + kb * kTileBlockElems, 64);
     _tile_dpbf16ps(2, 5, 6);
     if constexpr (G == 2) _tile_dpbf16ps(3, 5, 7);
 }
@@ -220,7 +217,6 @@ inline void multiply_block(const uint32_t* b, const RowTile& r0, const RowTile* 
 constexpr int kRingBlocks = 4;
 struct alignas(64) SumsScratch {
     float c[2][2][kMaxTileRows * 16];  // [row tile][group]: the C tiles stored, the sums when run
-    uint16_t a[2][kMaxTileRows * 32];  // [row tile]: a block of A with its inexact rows zeroed
     uint32_t ring[kRingBlocks][2][kBlockPairs * 16];
 };
 
@@ -239,7 +235,7 @@ class SumsPass {
         for (int64_t kb = 0; kb < kb_count_; ++kb) {
             if (kb + 1 < kb_count_) decode(kb + 1);
             multiply_block<G>(s_.ring[kb % kRingBlocks][0], rows_[0], m_[1] > 0 ? &rows_[1] : nullptr, kb,
-                              [&](int i, uint16_t mask) { return insert_chains(i, kb, mask); });
+                              [&](int i, uint16_t mask) { insert_chains(i, kb, mask); });
         }
         for (int i = 0; i < tiles; ++i) store_c_tiles<G>(i, s_.c[i]);
     }
@@ -250,11 +246,10 @@ class SumsPass {
                                                pair_.scales + kb * G * kFp4ScaleBytes, s_.ring[kb % kRingBlocks][0]);
     }
 
-    const uint16_t* insert_chains(int i, int64_t kb, uint16_t mask) {
+    void insert_chains(int i, int64_t kb, uint16_t mask) {
         store_c_tiles<G>(i, s_.c[i]);
-        fold_chains<G>(dec_, pair_, rows_[i], t_.k, kb, mask, m_[i], s_.c[i], s_.a[i]);
+        fold_chains<G>(dec_, pair_, rows_[i], t_.k, kb, mask, s_.c[i]);
         load_c_tiles<G>(i, s_.c[i]);
-        return s_.a[i];
     }
 
     const QuantGemmTask& t_;
@@ -278,7 +273,6 @@ constexpr int kChunkTiles = 4;
 static_assert(kChunkTiles * kMaxTileRows == kActRowChunk, "an MXFP4 task's rows fit the chunked pass");
 struct alignas(64) ChunkScratch {
     float c[kChunkTiles][2][kMaxTileRows * 16];     // [row tile][group]: the C tiles stored, the sums when run
-    uint16_t a[2][kMaxTileRows * 32];               // [tile of the pass]: a block of A, inexact rows zeroed
     uint32_t b[kChunkBlocks][2][kBlockPairs * 16];  // the chunk's B tiles, [block][group]
 };
 
@@ -314,18 +308,17 @@ class ChunkedSumsPass {
         for (int64_t j = 0; j < blocks; ++j) {
             const int64_t kb = kb0 + j;
             multiply_block<G>(s_.b[j][0], rows_[p], two ? &rows_[p + 1] : nullptr, kb,
-                              [&](int i, uint16_t mask) { return insert_chains(i, p + i, kb, mask); });
+                              [&](int i, uint16_t mask) { insert_chains(i, p + i, kb, mask); });
         }
         store_c_tiles<G>(0, s_.c[p]);
         if (two) store_c_tiles<G>(1, s_.c[p + 1]);
     }
 
     // Row tile `tile` (the pass's C registers of tile i) at block kb, its rows in `mask` inexact: as SumsPass.
-    const uint16_t* insert_chains(int i, int tile, int64_t kb, uint16_t mask) {
+    void insert_chains(int i, int tile, int64_t kb, uint16_t mask) {
         store_c_tiles<G>(i, s_.c[tile]);
-        fold_chains<G>(dec_, pair_, rows_[tile], t_.k, kb, mask, kMaxTileRows, s_.c[tile], s_.a[i]);
+        fold_chains<G>(dec_, pair_, rows_[tile], t_.k, kb, mask, s_.c[tile]);
         load_c_tiles<G>(i, s_.c[tile]);
-        return s_.a[i];
     }
 
     const QuantGemmTask& t_;
@@ -344,10 +337,11 @@ bool tile_unit_rounds_once() {
     return once;
 }
 
-bool fp4_tile_acts(const void* acts, const float* act_scales, int64_t n, int64_t k, void* out, int32_t* row_shift) {
+bool fp4_tile_acts(const void* acts, const float* act_scales, const uint8_t* fp4_rows, int64_t row_bytes, int64_t n,
+                   int64_t k, void* out, int32_t* row_shift) {
     // (1-4 rows take the integer kernel: gemm_fp4)
     if (n <= kFp4IntegerMaxRows || k >= kMaxK || !amx_enabled() || !tile_unit_rounds_once()) return false;
-    const int64_t kb_count = k / 32;
+    const int64_t kb_count = k / 32, exact_at = fp4_row_layout(kb_count).exact;
     for (int64_t i = 0; i < n; ++i) {
         const auto* a = static_cast<const uint16_t*>(acts) + i * k;
         const float* sa = act_scales + i * kb_count;
@@ -360,6 +354,11 @@ bool fp4_tile_acts(const void* acts, const float* act_scales, int64_t n, int64_t
         }
         row_shift[i] = 0;
         fold_row_scales(a, sa, kb_count, 0, o, i);
+        // the blocks the chains sum (fold_chains): the tiles add nothing for them
+        const uint8_t* exact = fp4_rows + i * row_bytes + exact_at;
+        for (int64_t kb = 0; kb < kb_count; ++kb)
+            if ((exact[kb] & kFp4SumsExact) == 0)
+                _mm512_store_si512(o + tile_acts_at(i, kb, kb_count), _mm512_setzero_si512());
     }
     // the last row tile's rows past n: ChunkedSumsPass's row tiles load all 16
     for (int64_t i = n; i % kMaxTileRows != 0; ++i) zero_tile_row(static_cast<uint16_t*>(out), i, kb_count);
