@@ -6,8 +6,8 @@
 #pragma once
 
 #include <algorithm>
-#include <cstddef>
 #include <climits>
+#include <cstddef>
 #include <cstdint>
 
 #include "core/cpu_features.h"
