@@ -170,12 +170,14 @@ struct RowTile {
     }
 };
 
-// Block kb of row tile r, whose rows in `mask` lack kFp4SumsExact, its C tiles stored in c[g]: those rows' sums take
-// the integer kernel's fma of the chain's sums (gemm_int_rows: p * (sw * sa) + acc). Their A rows of the block are
-// zero (fp4_tile_acts), so the tile adds nothing to them.
+// Block kb of row tile r, whose rows in `mask` lack kFp4SumsExact, before its products: the tile's C registers (i of
+// configure_tile_pair) stored to c[g], those rows' sums given the integer kernel's fma of the chain's sums
+// (gemm_int_rows: p * (sw * sa) + acc), and C loaded back. Their A rows of the block are zero (fp4_tile_acts), so
+// the tile adds nothing to them.
 template <int G>
-void fold_chains(const Fp4ToBf16& dec, const PairCodes& pair, const RowTile& r, int64_t k, int64_t kb, uint16_t mask,
-                 float (*c)[256]) {
+void fold_chains(int i, const Fp4ToBf16& dec, const PairCodes& pair, const RowTile& r, int64_t k, int64_t kb,
+                 uint16_t mask, float (*c)[256]) {
+    store_c_tiles<G>(i, c);
     const int64_t kb_count = k / 32;
     for (int g = 0; g < G; ++g) {
         __m512i v[kBlockPairs];
@@ -190,6 +192,7 @@ void fold_chains(const Fp4ToBf16& dec, const PairCodes& pair, const RowTile& r, 
             _mm512_store_ps(cr, _mm512_fmadd_ps(p, scale, _mm512_load_ps(cr)));
         }
     }
+    load_c_tiles<G>(i, c);
 }
 
 // Block kb's products of row tile r0 (C tile registers 0-1, A 4) and, where r1, of r1 (C 2-3, A 5) against the
@@ -235,7 +238,9 @@ class SumsPass {
         for (int64_t kb = 0; kb < kb_count_; ++kb) {
             if (kb + 1 < kb_count_) decode(kb + 1);
             multiply_block<G>(s_.ring[kb % kRingBlocks][0], rows_[0], m_[1] > 0 ? &rows_[1] : nullptr, kb,
-                              [&](int i, uint16_t mask) { insert_chains(i, kb, mask); });
+                              [&](int i, uint16_t mask) {
+                                  fold_chains<G>(i, dec_, pair_, rows_[i], t_.k, kb, mask, s_.c[i]);
+                              });
         }
         for (int i = 0; i < tiles; ++i) store_c_tiles<G>(i, s_.c[i]);
     }
@@ -244,12 +249,6 @@ class SumsPass {
     void decode(int64_t kb) {
         decode_scaled_block<G, kManyRowsAhead>(dec_, pair_.codes + kb * G * kFp4BlockBytes,
                                                pair_.scales + kb * G * kFp4ScaleBytes, s_.ring[kb % kRingBlocks][0]);
-    }
-
-    void insert_chains(int i, int64_t kb, uint16_t mask) {
-        store_c_tiles<G>(i, s_.c[i]);
-        fold_chains<G>(dec_, pair_, rows_[i], t_.k, kb, mask, s_.c[i]);
-        load_c_tiles<G>(i, s_.c[i]);
     }
 
     const QuantGemmTask& t_;
@@ -308,17 +307,12 @@ class ChunkedSumsPass {
         for (int64_t j = 0; j < blocks; ++j) {
             const int64_t kb = kb0 + j;
             multiply_block<G>(s_.b[j][0], rows_[p], two ? &rows_[p + 1] : nullptr, kb,
-                              [&](int i, uint16_t mask) { insert_chains(i, p + i, kb, mask); });
+                              [&](int i, uint16_t mask) {
+                                  fold_chains<G>(i, dec_, pair_, rows_[p + i], t_.k, kb, mask, s_.c[p + i]);
+                              });
         }
         store_c_tiles<G>(0, s_.c[p]);
         if (two) store_c_tiles<G>(1, s_.c[p + 1]);
-    }
-
-    // Row tile `tile` (the pass's C registers of tile i) at block kb, its rows in `mask` inexact: as SumsPass.
-    void insert_chains(int i, int tile, int64_t kb, uint16_t mask) {
-        store_c_tiles<G>(i, s_.c[tile]);
-        fold_chains<G>(dec_, pair_, rows_[tile], t_.k, kb, mask, s_.c[tile]);
-        load_c_tiles<G>(i, s_.c[tile]);
     }
 
     const QuantGemmTask& t_;
