@@ -32,6 +32,11 @@ int64_t chunk_size(int64_t n, const ThreadPool& pool, int64_t min_chunk) {
     return std::max(min_chunk, n / (8 * static_cast<int64_t>(pool.size())));
 }
 
+int64_t tile_gemm_units(int64_t pairs, int64_t unit_pairs, const ThreadPool& pool) {
+    const int64_t threads = pool.size();
+    return std::min(pairs, threads * ((pairs + threads * unit_pairs - 1) / (threads * unit_pairs)));
+}
+
 void act_quant(const IsaOps& ops, const bf16* x, int64_t n, int64_t k, uint8_t* codes, uint8_t* scales,
                ThreadPool& pool) {
     DI_CHECK_MSG(k % kActQuantGroup == 0, "act_quant k {} not a multiple of 32", k);
@@ -93,7 +98,10 @@ void gemm_bf16(const IsaOps& ops, const bf16* x, int64_t n, const Bf16Matrix& w,
     pool.parallel_for(static_cast<size_t>((n + 31) / 32), [&](size_t p0, size_t p1, int) {
         ops.bf16_pair_tiles(x, n, k, static_cast<int64_t>(p0), static_cast<int64_t>(p1), acts);
     });
-    for_chunks(pool, group_pairs, chunk_size(group_pairs, pool, 1), [](int) {}, [&](int64_t q0, int64_t q1, int) {
+    // (where the rows span more than one row tile, units of about kBf16TileUnitPairs pairs: tile_gemm_units)
+    const int64_t units = tile_gemm_units(group_pairs, kBf16TileUnitPairs, pool);
+    const int64_t chunk = n > kGroupRows ? (group_pairs + units - 1) / units : chunk_size(group_pairs, pool, 1);
+    for_chunks(pool, group_pairs, chunk, [](int) {}, [&](int64_t q0, int64_t q1, int) {
         ThreadScratch& s = thread_scratch();
         const int64_t g0 = 2 * q0, g1 = std::min(groups, 2 * q1);
         const int64_t rows = std::min(w.rows, g1 * kGroupRows) - g0 * kGroupRows;

@@ -189,12 +189,8 @@ int64_t QuantGemmCall::plan(const QuantProblem* problems, size_t count) {
         const int64_t pairs = (groups + 1) / 2, threads = pool_.size();
         const bool even = count == 1 && pw && threads > 1;
         const int64_t even_units = std::min(pairs, ((groups + chunk - 1) / chunk + threads - 1) / threads * threads);
-        // An fp8 item of more than one row tile on the tiles reads all its activations (ni x k bf16: 4 MB for wo_b
-        // at 256 rows) once per run of up to kTileRunPairs pairs of a unit (gemm_fp8_amx.cpp, multiply_run): its
-        // units hold whole runs where the pairs allow, a multiple of the thread count of them, as even as whole
-        // pairs allow. Sized by the call, wo_b's 160 pairs on 16 threads made 160 units of one pair, each reading
-        // the 4 MB for 256 KB of weights.
-        const int64_t run_units = threads * ((pairs + threads * kTileRunPairs - 1) / (threads * kTileRunPairs));
+        // an fp8 item of more than one row tile on the tiles: units of whole runs (tile_gemm_units)
+        const int64_t run_units = tile_gemm_units(pairs, kTileRunPairs, pool_);
         auto split_evenly = [&](int64_t item, int64_t n_units) {
             for (int64_t u = 0; u < n_units; ++u)
                 units.push_back({item, 2 * (u * pairs / n_units), std::min(groups, 2 * ((u + 1) * pairs / n_units))});
@@ -203,7 +199,7 @@ int64_t QuantGemmCall::plan(const QuantProblem* problems, size_t count) {
             items.push_back({&p, pw, i0, std::min(item_rows, a.n - i0)});
             const int64_t item = static_cast<int64_t>(items.size()) - 1;
             if (tile_items && items.back().ni > kGroupRows) {
-                split_evenly(item, std::min(pairs, run_units));
+                split_evenly(item, run_units);
                 continue;
             }
             if (even) {

@@ -48,6 +48,16 @@ void gather_fp8_rows(const IsaOps& ops, const uint8_t* codes, const uint8_t* sca
 // so small that the per-chunk setup (activation decode, panel builds) matters.
 int64_t chunk_size(int64_t n, const ThreadPool& pool, int64_t min_chunk);
 
+// The units of a GEMM on AMX tiles of more than one row tile of activations (fp8 on tiles, gemm_bf16 on tiles):
+// each unit reads all of its activations again (n x k bf16, 2-4 MB at n = 256: per run of kTileRunPairs pairs on
+// fp8, per pass of k on bf16), so about unit_pairs pairs of row groups a unit (fp8: kTileRunPairs; bf16:
+// kBf16TileUnitPairs, whose sums wait in L2 beside a pass's activations), a multiple of the thread count of units (at
+// most `pairs`). Sized like chunk_size on 16 threads, wo_b's fp8 units held one pair and wo_a's two, each re-reading
+// the activations for 256-512 KB of weights (docs/PERFORMANCE.md, "Forty-second session": on 2 threads units of
+// 1-2 pairs ran 1.25-1.5x slower than 5-16).
+constexpr int64_t kBf16TileUnitPairs = 16;
+int64_t tile_gemm_units(int64_t pairs, int64_t unit_pairs, const ThreadPool& pool);
+
 // Run fn(begin, end, thread) over [0, n) in chunks of `chunk`, claimed as ThreadPool::run_claimed_chunks claims them
 // (each thread an adjacent range in order, then chunks from the back of the fullest other range; a thread that
 // has not started when the others are done runs none). setup(thread) runs on a thread before its first chunk. A
