@@ -356,6 +356,36 @@ TEST(RowInvariance, GemmFp4MixedBlocks) {
         }
 }
 
+// Every weight pair outside the AMX MXFP4 kernel's window (a scale code of 2^-60 in each), so that all rows of every
+// item go to the per-block kernels (gemm_pair_apart): rows 0-63 hold narrow blocks (exact sums), the rest blocks whose
+// partial sums round (+448 x 6 fifteen times, 2^-9 x 0.5 beside -448 x 6, -448 x 6 fourteen times more: the fp32
+// chain's 0).
+TEST(RowInvariance, GemmFp4PairsApart) {
+    constexpr int64_t rows = 64, k = 128;
+    static_assert(kRows > 64, "rows past the first item");
+    Inputs in(71);
+    QuantizedActs acts(in, kRows, k);
+    for (int64_t i = 0; i < kRows * k; ++i) {
+        const int64_t j = i % 32;
+        acts.codes[static_cast<size_t>(i)] =
+            i / k < 64 ? static_cast<uint8_t>(in.uniform_int(0, 1) << 7 | in.uniform_int(4, 14) << 3 | in.uniform_int(0, 7))
+            : j < 15   ? uint8_t{0x7e}  // 448
+            : j == 15  ? uint8_t{0}
+            : j == 17  ? uint8_t{0x01}  // 2^-9
+                       : uint8_t{0xfe};
+    }
+    std::vector<uint8_t> packed(rows * k / 2, 0x77), scales = in.bytes(rows * k / 32, 112, 134);  // e2m1 6.0
+    for (int64_t b = 8; b < rows * k / 2; b += 16) packed[static_cast<size_t>(b)] = 0x17;  // element 17: 0.5
+    for (int64_t r = 0; r < rows; r += 32) scales[r * (k / 32)] = 67;
+    const Fp4Matrix w{packed.data(), scales.data(), rows, k};
+    check_windows<bf16>("gemm_fp4 pairs apart", rows, [&](const Kernels& t, int64_t s, int64_t n, int th, bf16* out) {
+        ThreadPool pool(th);
+        PackedWeight pw;
+        const Fp4Matrix wt = as_used(t, w, true, &pw, pool);
+        t.gemm_fp4(acts.rows(s, n), wt, out, rows, pool);
+    });
+}
+
 TEST(RowInvariance, DenseGemms) {
     for (int64_t rows : {5, 48, 129})
         for (int64_t k : {31, 64, 544}) {
