@@ -203,7 +203,7 @@ int64_t QuantGemmCall::plan(const QuantProblem* problems, size_t count) {
             // the scales' range) for little work (on 2 threads, units of one pair ran 3-10% slower than five)
             const bool fp4_tiles = even && tile_acts_of(items.back()) && items.back().ni > kFp4IntegerMaxRows &&
                                    amx_enabled();
-            if ((tile_items && items.back().ni > kGroupRows) || fp4_tiles) {
+            if ((tile_rows > 0 && items.back().ni > kGroupRows) || fp4_tiles) {  // (tile_rows: AMX granted)
                 split_evenly(item, run_units);
                 continue;
             }
