@@ -9,6 +9,7 @@
 
 #include "backend/cpu/drivers.h"
 #include "backend/kernels.h"
+#include "core/cpu_features.h"
 #include "core/thread_profile.h"
 #include "core/thread_pool.h"
 
@@ -93,6 +94,42 @@ TEST(GemmThreadProfile, SharedActivationsOfAQuantGemm) {
         }
     }
     for (size_t i = 0; i < plain.size(); ++i) ASSERT_EQ(plain[i].bits, profiled[i].bits) << i;
+}
+
+// An fp8 GEMM of more than 16 rows on AMX tiles reads all of its item's activations once per unit's run of pairs, so
+// its units hold about kTileRunPairs pairs each, a multiple of the thread count of them (tile_gemm_units): 520 pairs
+// on 16 threads make 16 x ceil(520 / 128) = 80 units, where units sized by the call were 144 (3-4 pairs each). Too
+// many rows a thread for shared activations, so the units' call is the only one. Outputs as with 2 threads.
+TEST(GemmThreadProfile, TileGemmUnitsHoldWholeRuns) {
+    const Kernels& kernels = active_kernels();
+    if (kernels.isa != Isa::kAvx512 || !amx_enabled()) GTEST_SKIP() << "the fp8 GEMM on AMX tiles does not run here";
+    constexpr int64_t n = 64, rows = 16640, k = 256;
+    std::vector<uint8_t> codes(rows * k), scales((rows / 32) * (k / 32)), acts(n * k), act_scales(n * (k / 32));
+    uint32_t x = 54321;
+    auto next = [&] { return x = x * 1664525u + 1013904223u; };
+    for (uint8_t& c : codes) c = static_cast<uint8_t>(next() >> 24) & 0x7e;  // no e4m3 NaN
+    for (uint8_t& c : acts) c = static_cast<uint8_t>(next() >> 24) & 0xf6;
+    for (uint8_t& s : scales) s = static_cast<uint8_t>(118 + next() % 10);
+    for (uint8_t& s : act_scales) s = static_cast<uint8_t>(118 + next() % 10);
+    ThreadPool pool(16), two(2);
+    PackedWeight packed;
+    Fp8Matrix w{codes.data(), scales.data(), rows, k};
+    kernels.prepare_fp8(w, &packed, pool);
+    ASSERT_NE(packed.layout, PackedLayout::kNone);
+    w.prepared = &packed;
+    const Fp8Acts a{acts.data(), act_scales.data(), n, k};
+    std::vector<bf16> out(n * rows), out_two(n * rows);
+    {
+        ProfilingOn on;
+        reset_thread_profile();
+        kernels.gemm_fp8(a, w, out.data(), rows, pool);
+        const ThreadProfile p = thread_profile();
+        EXPECT_EQ(p.shared_waves, 0);
+        EXPECT_EQ(p.calls, 1);
+        EXPECT_EQ(p.chunks, 80);
+    }
+    kernels.gemm_fp8(a, w, out_two.data(), rows, two);
+    for (size_t i = 0; i < out.size(); ++i) ASSERT_EQ(out[i].bits, out_two[i].bits) << i;
 }
 
 }  // namespace
