@@ -57,17 +57,25 @@ TEST(GemmThreadProfile, ForChunksCallsChunksAndBusyTime) {
     }
 }
 
+// An fp8 GEMM's operands from a seed: weight codes without NaN, [rows/32][k/32] weight scales, n activation rows.
+struct Fp8Operands {
+    std::vector<uint8_t> codes, scales, acts, act_scales;
+    Fp8Operands(int64_t n, int64_t rows, int64_t k, uint32_t seed)
+        : codes(rows * k), scales((rows / 32) * (k / 32)), acts(n * k), act_scales(n * (k / 32)) {
+        auto next = [&] { return seed = seed * 1664525u + 1013904223u; };
+        for (uint8_t& c : codes) c = static_cast<uint8_t>(next() >> 24) & 0x7e;  // no e4m3 NaN
+        for (uint8_t& c : acts) c = static_cast<uint8_t>(next() >> 24) & 0xf6;
+        for (uint8_t& s : scales) s = static_cast<uint8_t>(118 + next() % 10);
+        for (uint8_t& s : act_scales) s = static_cast<uint8_t>(118 + next() % 10);
+    }
+};
+
 // A GEMM whose threads each have few weight rows makes its activations ready once (cpu_gemm_quant.cpp): the
 // profile counts that wave's call and the units' call, and the outputs are those of the unprofiled call.
 TEST(GemmThreadProfile, SharedActivationsOfAQuantGemm) {
     constexpr int64_t n = 64, rows = 512, k = 256;
-    std::vector<uint8_t> codes(rows * k), scales((rows / 32) * (k / 32)), acts(n * k), act_scales(n * (k / 32));
-    uint32_t x = 12345;
-    auto next = [&] { return x = x * 1664525u + 1013904223u; };
-    for (uint8_t& c : codes) c = static_cast<uint8_t>(next() >> 24) & 0x7e;  // no e4m3 NaN
-    for (uint8_t& c : acts) c = static_cast<uint8_t>(next() >> 24) & 0xf6;
-    for (uint8_t& s : scales) s = static_cast<uint8_t>(118 + next() % 10);
-    for (uint8_t& s : act_scales) s = static_cast<uint8_t>(118 + next() % 10);
+    Fp8Operands op(n, rows, k, 12345);
+    auto& [codes, scales, acts, act_scales] = op;
     const Kernels& kernels = active_kernels();
     ThreadPool pool(3);
     PackedWeight packed;
@@ -104,13 +112,8 @@ TEST(GemmThreadProfile, TileGemmUnitsHoldWholeRuns) {
     const Kernels& kernels = active_kernels();
     if (kernels.isa != Isa::kAvx512 || !amx_enabled()) GTEST_SKIP() << "the fp8 GEMM on AMX tiles does not run here";
     constexpr int64_t n = 64, rows = 16640, k = 256;
-    std::vector<uint8_t> codes(rows * k), scales((rows / 32) * (k / 32)), acts(n * k), act_scales(n * (k / 32));
-    uint32_t x = 54321;
-    auto next = [&] { return x = x * 1664525u + 1013904223u; };
-    for (uint8_t& c : codes) c = static_cast<uint8_t>(next() >> 24) & 0x7e;  // no e4m3 NaN
-    for (uint8_t& c : acts) c = static_cast<uint8_t>(next() >> 24) & 0xf6;
-    for (uint8_t& s : scales) s = static_cast<uint8_t>(118 + next() % 10);
-    for (uint8_t& s : act_scales) s = static_cast<uint8_t>(118 + next() % 10);
+    Fp8Operands op(n, rows, k, 54321);
+    auto& [codes, scales, acts, act_scales] = op;
     ThreadPool pool(16), two(2);
     PackedWeight packed;
     Fp8Matrix w{codes.data(), scales.data(), rows, k};
