@@ -138,6 +138,7 @@ class QuantGemmCall {
     // The forms an item's activations take besides values and scales.
     bool fp4_row_of(const Item& item) const;
     bool tile_acts_of(const Item& item) const;
+    bool fp4_on_tiles(const Item& item) const;
     bool bits_acts_of(const Item& item) const;
     bool same_acts(int64_t i, int64_t j) const;
     void act_bytes(const Item& item, size_t bytes[5]) const;
@@ -189,7 +190,7 @@ int64_t QuantGemmCall::plan(const QuantProblem* problems, size_t count) {
         const int64_t pairs = (groups + 1) / 2, threads = pool_.size();
         const bool even = count == 1 && pw && threads > 1;
         const int64_t even_units = std::min(pairs, ((groups + chunk - 1) / chunk + threads - 1) / threads * threads);
-        // an fp8 item of more than one row tile on the tiles: units of whole runs (tile_gemm_units)
+        // an item on the tiles: units of whole runs (tile_gemm_units)
         const int64_t run_units = tile_gemm_units(pairs, kTileRunPairs, pool_);
         auto split_evenly = [&](int64_t item, int64_t n_units) {
             for (int64_t u = 0; u < n_units; ++u)
@@ -198,12 +199,11 @@ int64_t QuantGemmCall::plan(const QuantProblem* problems, size_t count) {
         for (int64_t i0 = 0; i0 < a.n; i0 += item_rows) {
             items.push_back({&p, pw, i0, std::min(item_rows, a.n - i0)});
             const int64_t item = static_cast<int64_t>(items.size()) - 1;
-            // MXFP4 on the tiles, one GEMM: the same, so that many threads do not get units of one pair, each
-            // call paying the tile kernel's set-up (the tiles' configuration, the masks of rows without exact sums,
-            // the scales' range) for little work (on 2 threads, units of one pair ran 3-10% slower than five)
-            const bool fp4_tiles = even && tile_acts_of(items.back()) && items.back().ni > kFp4IntegerMaxRows &&
-                                   amx_enabled();
-            if ((tile_rows > 0 && items.back().ni > kGroupRows) || fp4_tiles) {  // (tile_rows: AMX granted)
+            // fp8 on the tiles (tile_rows: AMX granted) beyond one row tile; and MXFP4 on the tiles, one GEMM, so
+            // that many threads do not get units of one pair, each call paying the tile kernel's set-up (the tiles'
+            // configuration, the masks of rows without exact sums, the scales' range) for little work (on 2 threads,
+            // units of one pair ran 3-10% slower than five)
+            if ((tile_rows > 0 && items.back().ni > kGroupRows) || (even && fp4_on_tiles(items.back()))) {
                 split_evenly(item, run_units);
                 continue;
             }
@@ -228,6 +228,12 @@ bool QuantGemmCall::fp4_row_of(const Item& item) const {
 bool QuantGemmCall::tile_acts_of(const Item& item) const {
     if (item.p->w.layout == PackedLayout::kFp8R16K4) return ops_.fp8_tile_acts != nullptr;
     return fp4_row_of(item) && ops_.fp4_tile_acts;
+}
+
+// MXFP4 whose GEMM runs on the tiles where they take its rows: more than kFp4IntegerMaxRows rows, AMX granted.
+bool QuantGemmCall::fp4_on_tiles(const Item& item) const {
+    return item.p->w.layout == PackedLayout::kFp4R16K8 && tile_acts_of(item) && amx_enabled() &&
+           item.ni > kFp4IntegerMaxRows;
 }
 
 // fp8 prepared without NaN codes, where the ISA has a bit-placing decode: likewise for that decode.
@@ -272,7 +278,7 @@ bool QuantGemmCall::prepare_rows(const Item& item, int64_t r0, int64_t r1, const
     // its rows outside their window, which the integer kernel takes: the whole form, its planes.
     const int64_t row_bytes = ops_.fp4_row_bytes(k, item.ni);  // (the form the GEMM of ni rows reads)
     auto row_codes = [&](int64_t r) { return a.codes + (item.i0 + r) * k; };
-    const bool flags = tile_acts_of(item) && ops_.prep_fp4_flags && amx_enabled() && item.ni > kFp4IntegerMaxRows;
+    const bool flags = fp4_on_tiles(item) && ops_.prep_fp4_flags;
     for (int64_t r = r0; r < r1; ++r) {
         if (flags) ops_.prep_fp4_flags(row_codes(r), k, to.fp4_row + r * row_bytes);
         else ops_.prep_fp4_row(row_codes(r), k, item.ni, to.fp4_row + r * row_bytes);
