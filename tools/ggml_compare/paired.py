@@ -8,11 +8,13 @@ is taken within the pair; the table gives each cell's median ratio over the roun
 side_by_side.sh builds ggml and calls this (ROUNDS=3 ISA=avx512nobf16 side_by_side.sh ...).
 
     paired.py --ggml WORK/ggml_bench --deepinfer build/release/tools/deepinfer [--isa avx2] [--rounds 3]
-              [--rows 1,4,16,64] [--threads 2] [--iters 3] [--cases moe,w1,...] [--pages 4k|huge]
+              [--rows 1,4,16,64] [--threads 2] [--iters 3] [--cases moe,w1,...] [--pages 4k|huge|as-run]
 
---pages puts both engines' weights in the same pages: 4k (default; `bench-ops --no-hugepages`, and ggml's buffers
-as they come where transparent huge pages are madvise-only) or huge (both in 2 MB pages: deepinfer's weight arena
-as it runs, ggml's weight buffer madvised before its first touch, as THP "always" gives ggml's anonymous buffers).
+--pages picks the engines' weight pages: 4k (default; both in 4 KB pages: `bench-ops --no-hugepages`, and ggml's
+buffers as they come where transparent huge pages are madvise-only), huge (both in 2 MB pages: deepinfer's weight
+arena as it runs, ggml's weight buffer madvised before its first touch, as THP "always" gives ggml's anonymous
+buffers) or as-run (each as it runs where THP is madvise-only, Debian's default: deepinfer's arena asks for 2 MB
+pages, ggml's buffers stay in 4 KB ones).
 
 The environment passes through (DEEPINFER_AVX_VNNI for the AVX2 table's forms; OMP_WAIT_POLICY, which
 side_by_side.sh leaves unset: libgomp's default, as llama.cpp runs).
@@ -42,7 +44,7 @@ CASES = {
 
 def run_ggml(args, case, rows):
     pre, mode = CASES[case][0], CASES[case][1]
-    cmd = [args.ggml] + pre + [str(args.threads), str(args.iters), rows, mode, args.pages]
+    cmd = [args.ggml] + pre + [str(args.threads), str(args.iters), rows, mode, GGML_PAGES[args.pages]]
     out = subprocess.run(cmd, check=True, capture_output=True, text=True).stdout
     times = {int(n): float(us) for n, us in re.findall(r"n=(\d+)\s+([\d.]+) us/op", out)}
     if not times:
@@ -55,7 +57,7 @@ def run_ggml(args, case, rows):
 def run_deepinfer(args, case, rows):
     _, _, only, kernel, weight = CASES[case]
     with tempfile.NamedTemporaryFile(suffix=".json") as f:
-        pages = ["--no-hugepages"] if args.pages == "4k" else []
+        pages = [] if DEEPINFER_HUGE[args.pages] else ["--no-hugepages"]
         cmd = [args.deepinfer, "bench-ops"] + pages + ["--threads", str(args.threads), "--iters", str(args.iters),
                                                        "--only", only, "--json", f.name, "--rows"] + rows.split(",")
         if args.isa:
@@ -69,6 +71,9 @@ def run_deepinfer(args, case, rows):
     return times, report["read_gbps"]
 
 
+# --pages -> ggml_bench's page mode, and whether deepinfer's weights go in its arena's 2 MB pages
+GGML_PAGES = {"4k": "4k", "huge": "huge", "as-run": "4k"}
+DEEPINFER_HUGE = {"4k": False, "huge": True, "as-run": True}
 BUFFERS = {}  # case -> the ggml buffer type its weights ran from
 ENGINES = [("ggml", run_ggml), ("deepinfer", run_deepinfer)]
 
@@ -83,7 +88,7 @@ def main():
     p.add_argument("--threads", type=int, default=2)
     p.add_argument("--iters", type=int, default=3)
     p.add_argument("--cases", default=",".join(CASES), help="of: " + ",".join(CASES))
-    p.add_argument("--pages", default="4k", choices=["4k", "huge"], help="both engines' weight pages")
+    p.add_argument("--pages", default="4k", choices=list(GGML_PAGES), help="the engines' weight pages")
     args = p.parse_args()
     cases = args.cases.split(",")
     for c in cases:

@@ -11,7 +11,8 @@
 # Alder Lake (a CPU with AVX-VNNI needed; keep a WORK_DIR per ISA); ISA=avx512nobf16 as on Ice Lake / Cascade Lake:
 # ggml built for AVX-512 with VNNI and VBMI but no BF16 (what llama.cpp runs there), deepinfer's AVX2 table in its
 # EVEX VNNI form (its AVX-512 table needs bf16; needs a CPU with AVX512-VNNI). PAGES=huge puts both engines'
-# weights in 2 MB pages (default 4k: both in 4 KB pages; paired.py --pages).
+# weights in 2 MB pages, PAGES=as-run each in the pages it gets where THP is madvise-only (deepinfer 2 MB, ggml
+# 4 KB; default 4k: both in 4 KB pages; paired.py --pages).
 set -e
 SRC=${1:?usage: side_by_side.sh GGML_SRC [WORK_DIR]}
 WORK=${2:-/tmp/ggml-compare}
