@@ -24,7 +24,7 @@ inline constexpr size_t kProbeAheadBytes = 16384;
 // accumulators of kActRowChunk rows x 16 lanes, slack. (Dense GEMMs have their own: dense_scratch_floats.)
 // Row groups per pass of the AVX-512 table's gemm_f32_bf16w on tiles (gemm_head_amx.cpp: one C tile each), and
 // the fewest weight rows for which prepare_bf16 makes the tiles (cpu_gemm.cpp).
-inline constexpr int64_t kBf16TilePassGroups = 4, kBf16TilesMinRows = 64;
+inline constexpr int64_t kBf16TilePassGroups = 3, kBf16TilesMinRows = 64;
 // gemm_bf16 on tiles (avx512/gemm_bf16_amx.cpp): items of up to kBf16TileItemRows activation rows (the weight streams
 // from memory once per item), k in passes of bf16_tile_pass_blocks blocks (the item's activations of a pass, at most
 // kBf16TileItemActBytes, stay in L2 while the task's pairs of row groups stream past them) and, within a pass, chunks

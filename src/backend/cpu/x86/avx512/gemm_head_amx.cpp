@@ -12,9 +12,13 @@
 // released head (129280 x 5120, 2 threads, ~31 GB/s, bench-ops --only head): n = 8 74 -> 50 ms, n = 16 102 -> 52,
 // n = 64 474 -> ~137; n = 1 and 4 at the bandwidth as before (46-48 ms), n = 2 4% slower (45 -> 47).
 //
-// Tiles: C at 0-3 (up to 16 activation rows, configured as many as the row tile has, x 16 weight rows of up to
-// four row groups), the row tile's three planes as A at 4-6, the group's block as B at 7. Per pass: one row tile against up to four groups, k in order; the four
-// groups' tiles (4 x 160 KB at k = 5 k) stay in L2 for the next row tile, and the row tile's planes (480 KB).
+// Tiles: C at 0-2 (up to 16 activation rows, configured as many as the row tile has, x 16 weight rows of up to
+// three row groups), the row tile's three planes as A at 4-6, the groups' blocks as B at 7 and 3 in turn. Per pass:
+// one row tile against up to three groups, k in order; the groups' tiles (3 x 160 KB at k = 5 k) stay in L2 for the
+// next row tile, and the row tile's planes (480 KB). (Four groups with one B register: a group's B load waited for
+// the group before's last product, the tile unit running in order; three groups with two B registers taking turns,
+// streamed by two threads: n = 16 0.92-0.95x the time, n = 64 0.91-0.95x; docs/PERFORMANCE.md, "Forty-third
+// session".)
 #include "backend/cpu/x86/avx512/avx512_intrinsics.h"
 
 #include <cstdint>
@@ -27,24 +31,41 @@ namespace {
 
 constexpr int64_t kTileBytes = 1024;  // packing.h kBf16TileBytes
 constexpr int kGroups = static_cast<int>(kBf16TilePassGroups);  // row groups per pass (C tiles)
+static_assert(kGroups <= 3, "C tiles 0-2: tile 3 is the second B register");
 
-// Q groups' C tiles += the row tile's planes (at a, k apart in bf16 rows of a_stride bytes) x block kb.
-template <int Q>
+// Q groups' C tiles += the row tile's planes (at a, k apart in bf16 rows of a_stride bytes) x block kb. Group q's B
+// tile goes into register 7 or 3 by the parity of kb * Q + q (kOdd: kb * Q odd), so that it loads while the group
+// before multiplies from the other register; each A plane is loaded right before group 0's product that reads it.
+template <int Q, bool kOdd>
 inline void multiply_block(const uint8_t* const* b, const uint16_t* hi, const uint16_t* mid, const uint16_t* lo,
                            int64_t a_stride) {
-    _tile_loadd(4, hi, a_stride);
-    _tile_loadd(5, mid, a_stride);
-    _tile_loadd(6, lo, a_stride);
-#define DEEPINFER_AMX_GROUP(C)       \
-    _tile_loadd(7, b[C], 64);        \
-    _tile_dpbf16ps(C, 4, 7);         \
-    _tile_dpbf16ps(C, 5, 7);         \
-    _tile_dpbf16ps(C, 6, 7)
-    DEEPINFER_AMX_GROUP(0);
-    if constexpr (Q > 1) DEEPINFER_AMX_GROUP(1);
-    if constexpr (Q > 2) DEEPINFER_AMX_GROUP(2);
-    if constexpr (Q > 3) DEEPINFER_AMX_GROUP(3);
+#define DEEPINFER_AMX_PRODUCTS(C, B) \
+    _tile_dpbf16ps(C, 4, B);         \
+    _tile_dpbf16ps(C, 5, B);         \
+    _tile_dpbf16ps(C, 6, B)
+#define DEEPINFER_AMX_GROUP(C, B) \
+    _tile_loadd(B, b[C], 64);     \
+    DEEPINFER_AMX_PRODUCTS(C, B)
+#define DEEPINFER_AMX_FIRST(B)        \
+    _tile_loadd(4, hi, a_stride);     \
+    _tile_loadd(B, b[0], 64);         \
+    _tile_dpbf16ps(0, 4, B);          \
+    _tile_loadd(5, mid, a_stride);    \
+    _tile_dpbf16ps(0, 5, B);          \
+    _tile_loadd(6, lo, a_stride);     \
+    _tile_dpbf16ps(0, 6, B)
+    if constexpr (!kOdd) {
+        DEEPINFER_AMX_FIRST(7);
+        if constexpr (Q > 1) { DEEPINFER_AMX_GROUP(1, 3); }
+        if constexpr (Q > 2) { DEEPINFER_AMX_GROUP(2, 7); }
+    } else {
+        DEEPINFER_AMX_FIRST(3);
+        if constexpr (Q > 1) { DEEPINFER_AMX_GROUP(1, 7); }
+        if constexpr (Q > 2) { DEEPINFER_AMX_GROUP(2, 3); }
+    }
+#undef DEEPINFER_AMX_FIRST
 #undef DEEPINFER_AMX_GROUP
+#undef DEEPINFER_AMX_PRODUCTS
 }
 
 // One pass: activation rows [i0, i0 + 16) against Q groups from group g (tiles at `tiles`), results to out.
@@ -55,7 +76,6 @@ void pass(const DenseGemmTask& t, const uint16_t* planes, const uint8_t* tiles, 
     _tile_zero(0);
     if constexpr (Q > 1) _tile_zero(1);
     if constexpr (Q > 2) _tile_zero(2);
-    if constexpr (Q > 3) _tile_zero(3);
     const uint16_t* hi = planes + i0 * k;
     const uint16_t* mid = hi + t.n * k;  // (the planes hold only the task's rows: the tiles load m of them)
     const uint16_t* lo = mid + t.n * k;
@@ -69,14 +89,14 @@ void pass(const DenseGemmTask& t, const uint16_t* planes, const uint8_t* tiles, 
 #pragma GCC unroll 16
             for (int line = 0; line < 16; ++line)
                 _mm_prefetch(reinterpret_cast<const char*>(b[q] + kTileBytes + 64 * line), _MM_HINT_T0);
-        multiply_block<Q>(b, hi + 32 * kb, mid + 32 * kb, lo + 32 * kb, k * 2);
+        if (Q % 2 && kb % 2) multiply_block<Q, true>(b, hi + 32 * kb, mid + 32 * kb, lo + 32 * kb, k * 2);
+        else multiply_block<Q, false>(b, hi + 32 * kb, mid + 32 * kb, lo + 32 * kb, k * 2);
         for (int q = 0; q < Q; ++q) b[q] += kTileBytes;
     }
     alignas(64) float c[Q][16 * 16];
     _tile_stored(0, c[0], 64);
     if constexpr (Q > 1) _tile_stored(1, c[1], 64);
     if constexpr (Q > 2) _tile_stored(2, c[2], 64);
-    if constexpr (Q > 3) _tile_stored(3, c[3], 64);
     const int rows = t.n - i0 < 16 ? static_cast<int>(t.n - i0) : 16;
     for (int q = 0; q < Q; ++q) {
         const int64_t cols = t.rows - (g + q) * 16;
@@ -104,11 +124,11 @@ void gemm_f32_bf16w_tiles(const DenseGemmTask& t) {
                 TileConfig config;
                 for (int c = 0; c < 7; ++c) config.set(c, m, 64);
                 config.set(7, 16, 64);
+                config.set(3, 16, 64);  // (the second B register)
                 config.load();
                 configured = m;
             }
-            if (q == 4) pass<4>(t, planes, tiles, g, i0, out);
-            else if (q == 3) pass<3>(t, planes, tiles, g, i0, out);
+            if (q == 3) pass<3>(t, planes, tiles, g, i0, out);
             else if (q == 2) pass<2>(t, planes, tiles, g, i0, out);
             else pass<1>(t, planes, tiles, g, i0, out);
         }
