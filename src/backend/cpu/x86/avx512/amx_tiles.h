@@ -74,49 +74,4 @@ inline void load_c_tiles(int i, float (*c)[256]) {
     }
 }
 
-// The first block of a row pair's pass over a chunk of k (configure_tile_pair's registers; two row tiles, a1 null:
-// one) with the C tiles changing hands inside it: the previous pair's (two row tiles, always) go out to out0[g] /
-// out1[g] and this pair's come in from in0[g] / in1[g] (zeroed instead where `zero`; in1 unused where a1 is null),
-// each C tile stored and reloaded right before its first product here, and each operand loaded right before the
-// first product that reads it. The tile unit runs its instructions in order, a C store waits for the tile's last
-// product, and a register is reloaded only once the products reading it are done: after four stores and then four
-// loads, the first product waited for all of them; here it waits for one C tile. A scratch loop of the fp8 kernel's
-// pattern (16 row tiles, chunks of 8 blocks, one core) ran 95 TSC cycles per four products the first way, 84 this
-// way, 68 with no C tiles leaving the unit; gemm_bf16_amx.cpp, streamed by two threads, n = 64 0.85-0.87x the time,
-// n = 256-1024 0.92-0.98x. The fp8 and MXFP4 kernels, whose passes have decode work between them, were no faster
-// so (docs/PERFORMANCE.md, "Forty-third session"). kStreamA: A by tileloaddt1.
-template <int G, bool kStreamA = false>
-inline void multiply_tile_block_swapping(const void* a0, const void* a1, const void* b0, const void* b1,
-                                         float (*out0)[256], float (*out1)[256], float (*in0)[256],
-                                         float (*in1)[256], bool zero) {
-#define DI_SWAP_TILE(tile, out, in)  \
-    _tile_stored(tile, out, 64);     \
-    if (zero) _tile_zero(tile);      \
-    else _tile_loadd(tile, in, 64);
-    DI_SWAP_TILE(0, out0[0], in0[0])
-    if constexpr (kStreamA) _tile_stream_loadd(4, a0, 64);
-    else _tile_loadd(4, a0, 64);
-    _tile_loadd(6, b0, 64);
-    _tile_dpbf16ps(0, 4, 6);
-    if constexpr (G == 2) {
-        DI_SWAP_TILE(1, out0[1], in0[1])
-        _tile_loadd(7, b1, 64);
-        _tile_dpbf16ps(1, 4, 7);
-    }
-    if (!a1) {
-        _tile_stored(2, out1[0], 64);
-        if constexpr (G == 2) _tile_stored(3, out1[1], 64);
-        return;
-    }
-    DI_SWAP_TILE(2, out1[0], in1[0])
-    if constexpr (kStreamA) _tile_stream_loadd(5, a1, 64);
-    else _tile_loadd(5, a1, 64);
-    _tile_dpbf16ps(2, 5, 6);
-    if constexpr (G == 2) {
-        DI_SWAP_TILE(3, out1[1], in1[1])
-        _tile_dpbf16ps(3, 5, 7);
-    }
-#undef DI_SWAP_TILE
-}
-
 }  // namespace deepinfer::backend::cpu::avx512

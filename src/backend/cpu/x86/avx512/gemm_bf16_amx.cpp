@@ -17,8 +17,8 @@
 // row groups stream past them; within a pass, per pair of row groups, chunks of kBf16TileChunkBlocks blocks, each
 // chunk's B tiles (16 KB) brought into L1 during the chunk before and multiplied by every row pair of the item, A
 // from L2. The C tiles wait in the task's scratch between chunks and passes, one item's per pair of row groups; a
-// row pair's go out as the next's come in, inside the next's first block (multiply_tile_block_swapping, amx_tiles.h:
-// streamed by two threads, n = 64 0.85-0.87x the time of four stores, then four loads, between them).
+// row pair's go out as the next's come in, inside the next's first block (multiply_first_block_swapping: streamed by
+// two threads, n = 64 0.85-0.87x the time of four stores, then four loads, between them).
 //
 // Why passes: one core streamed the weight through this kernel at ~8-9 GB/s here (its prefetches of lines from
 // memory hold the core's few fill buffers for a memory latency each), and items sized to keep all of k's activations
@@ -62,6 +62,41 @@ inline void multiply_block(const uint8_t* a, const uint8_t* b0, const uint8_t* b
         _tile_dpbf16ps(2, 5, 6);
         if constexpr (G == 2) _tile_dpbf16ps(3, 5, 7);
     }
+}
+
+// multiply_block<G, true> as the first block of a row pair's pass over a chunk of k, the C tiles changing hands
+// inside it: the row pair before's go out to out[0..4) and this pair's come in from in[0..4) (zeroed instead where
+// `zero`), each C tile stored and reloaded right before its first product here, and each operand loaded right before
+// the first product that reads it. The tile unit runs its instructions in order, a C store waits for the tile's last
+// product, and a register is reloaded only once the products reading it are done: after four stores and then four
+// loads (tile by tile) the first product waited for all of them; here it waits for one C tile. Streamed by two
+// threads, n = 64 0.85-0.87x the time, n = 256-1024 0.92-0.98x; a scratch loop of the tile pattern, 95 -> 84 TSC
+// cycles per four products (68 with no C trips). The fp8 and MXFP4 kernels, whose passes have decode work between
+// them, were no faster so (docs/PERFORMANCE.md, "Forty-third session").
+template <int G>
+inline void multiply_first_block_swapping(const uint8_t* a, const uint8_t* b0, const uint8_t* b1, float (*out)[256],
+                                          float (*in)[256], bool zero) {
+#define DI_SWAP_TILE(tile)              \
+    _tile_stored(tile, out[tile], 64);  \
+    if (zero) _tile_zero(tile);         \
+    else _tile_loadd(tile, in[tile], 64);
+    DI_SWAP_TILE(0)
+    _tile_stream_loadd(4, a, 64);
+    _tile_loadd(6, b0, 64);
+    _tile_dpbf16ps(0, 4, 6);
+    if constexpr (G == 2) {
+        DI_SWAP_TILE(1)
+        _tile_loadd(7, b1, 64);
+        _tile_dpbf16ps(1, 4, 7);
+    }
+    DI_SWAP_TILE(2)
+    _tile_stream_loadd(5, a + kTileBytes, 64);
+    _tile_dpbf16ps(2, 5, 6);
+    if constexpr (G == 2) {
+        DI_SWAP_TILE(3)
+        _tile_dpbf16ps(3, 5, 7);
+    }
+#undef DI_SWAP_TILE
 }
 
 // (the tile intrinsics take register numbers as literals)
@@ -147,15 +182,14 @@ void group_pair(const DenseGemmTask& t, int64_t i0, int64_t pairs, int64_t g0, i
                                          _MM_HINT_T0);
                     }
                 }
-                const uint8_t* a1 = Two ? a + kTileBytes : nullptr;
                 if (kb > k0 || p == 0) {
                     multiply_block<G, Two>(a, b0 + kb * kTileBytes, b1 + kb * kTileBytes);
                     continue;
                 }
-                // the pair before's sums wait in the scratch for the next chunk, or they are done
-                float(*out)[256] = out_of(p - 1);
-                multiply_tile_block_swapping<G, true>(a, a1, b0 + kb * kTileBytes, b1 + kb * kTileBytes, out, out + 2,
-                                                      c, c + 2, k0 == 0);
+                // the pair before's sums wait in the scratch for the next chunk, or they are done (more than one
+                // row pair: two row tiles each)
+                multiply_first_block_swapping<G>(a, b0 + kb * kTileBytes, b1 + kb * kTileBytes, out_of(p - 1), c,
+                                                 k0 == 0);
                 if (k1 == kb_count) store_out<G, Two>(t, finished, i0 + 32 * (p - 1), g0);
             }
         }

@@ -17,7 +17,7 @@
 // one row tile against up to three groups, k in order; the groups' tiles (3 x 160 KB at k = 5 k) stay in L2 for the
 // next row tile, and the row tile's planes (480 KB). (Four groups with one B register: a group's B load waited for
 // the group before's last product, the tile unit running in order; three groups with two B registers taking turns,
-// streamed by two threads: n = 16 0.92-0.95x the time, n = 64 0.91-0.95x; docs/PERFORMANCE.md, "Forty-third
+// streamed by two threads: n = 8-32 0.89-0.97x the time, n = 64 0.92-1.00x; docs/PERFORMANCE.md, "Forty-third
 // session".)
 #include "backend/cpu/x86/avx512/avx512_intrinsics.h"
 
