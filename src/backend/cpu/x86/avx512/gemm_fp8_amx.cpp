@@ -116,6 +116,24 @@ struct BlockDeltas {
     }
 };
 
+// Chunk ch (of 8: 64 codes) of every group of a block, as decode_block below decodes it (t: each group's tables):
+// rows 2 ch and 2 ch + 1 of each group's B tile.
+template <int G, Prefetch kAhead, bool kScaled, bool kBits0, bool kBits1>
+inline void decode_block_chunk(const Fp8ScaledDecode& f, const ScaledLookup::Tables* t, const uint8_t* block, int ch,
+                               uint32_t* b) {
+#pragma GCC unroll 2
+    for (int g = 0; g < G; ++g) {
+        const uint8_t* chunk = block + (ch * G + g) * kPackedChunkBytes;
+        __m512i v[2];
+        if (!kScaled && (g == 0 ? kBits0 : kBits1)) f.bits.decode(chunk, v);
+        else f.lookup.decode(t[g], _mm512_load_si512(chunk), v);
+        prefetch_ahead<kAhead>(chunk, v[0]);
+        uint32_t* bg = b + g * (kBlockPairs * 16);
+        _mm512_store_si512(bg + (2 * ch) * 16, v[0]);
+        _mm512_store_si512(bg + (2 * ch + 1) * 16, v[1]);
+    }
+}
+
 // Block kb of a pair (its G groups' chunks interleaved, packing.h) into b, group g's B tile at b + g * 256: kScaled
 // (d without flags), w * sw * 2^shift by the scaled lookup; else the codes as they are, group g by the bits where
 // kBits<g>.
@@ -124,19 +142,7 @@ void decode_block(const Fp8ScaledDecode& f, const uint8_t* block, const BlockDel
     ScaledLookup::Tables t[G];
     for (int g = 0; g < G; ++g) t[g] = f.lookup.tables<kScaled>(d.d[g]);
 #pragma GCC unroll 8
-    for (int ch = 0; ch < 8; ++ch) {
-#pragma GCC unroll 2
-        for (int g = 0; g < G; ++g) {
-            const uint8_t* chunk = block + (ch * G + g) * kPackedChunkBytes;
-            __m512i v[2];
-            if (!kScaled && (g == 0 ? kBits0 : kBits1)) f.bits.decode(chunk, v);
-            else f.lookup.decode(t[g], _mm512_load_si512(chunk), v);
-            prefetch_ahead<kAhead>(chunk, v[0]);
-            uint32_t* bg = b + g * (kBlockPairs * 16);
-            _mm512_store_si512(bg + (2 * ch) * 16, v[0]);
-            _mm512_store_si512(bg + (2 * ch + 1) * 16, v[1]);
-        }
-    }
+    for (int ch = 0; ch < 8; ++ch) decode_block_chunk<G, kAhead, kScaled, kBits0, kBits1>(f, t, block, ch, b);
 }
 
 template <int G, Prefetch kAhead, bool kScaled>
@@ -294,9 +300,10 @@ struct alignas(64) ChunkBuffer {
 
 // Two row tiles (a1 null: one), their blocks from a0 / a1 (tile-blocked activations), against the chunk's blocks of
 // a pair's G groups: C from c0 / c1 (each [group][256]; zeroed instead at the first chunk), the products, C back.
-template <int G>
+// after_block(j) runs after block j's products are issued (a share of the next chunk's decode).
+template <int G, class AfterBlock>
 void multiply_chunk(const uint32_t* a0, const uint32_t* a1, const ChunkBuffer& b, int64_t blocks, bool first,
-                    float (*c0)[256], float (*c1)[256]) {
+                    float (*c0)[256], float (*c1)[256], AfterBlock&& after_block) {
     if (first) {
         zero_c_tiles<G>(0);
         if (a1) zero_c_tiles<G>(1);
@@ -315,6 +322,7 @@ void multiply_chunk(const uint32_t* a0, const uint32_t* a1, const ChunkBuffer& b
             _tile_dpbf16ps(2, 5, 6);
             if constexpr (G == 2) _tile_dpbf16ps(3, 5, 7);
         }
+        after_block(j);
     }
     store_c_tiles<G>(0, c0);
     if (a1) store_c_tiles<G>(1, c1);
@@ -341,10 +349,55 @@ void decode_chunk_block(const RunPair& p, const PairStreams& streams, int64_t kb
                                                    buffer.b[j][0]);
 }
 
+// A chunk of pair p decoded slice by slice into a buffer: slice s is chunk s % 8 (64 codes) of every group of block
+// s / 8 (decode_block_chunk), the block's scaled tables made at its first slice. Why slices: vector work placed
+// between two tile passes hardly overlaps the tile products, while a slice after each block's products mostly does
+// (a scratch loop of the run's tile pattern, one core, TSC cycles per four products: 84-86 without vector work,
+// 107-111 with 16 lookups and their stores after every pass of 8 blocks, 92-94 with 2 after every block). In the
+// kernel, streamed by two threads: at n = 128-192 (4-6 passes, two blocks' slices a pass) wo_b and wo_a 0.90-0.98x
+// the time, wq_b 0.93-0.97x at 192 and unchanged at 128; at n = 256 (one block a pass) all unchanged
+// (docs/PERFORMANCE.md, "Forty-fourth session").
+class SlicedChunkDecode {
+   public:
+    SlicedChunkDecode(const RunPair& p, const PairStreams& streams, int64_t kb0, const Fp8ScaledDecode& dec,
+                      ChunkBuffer& buffer)
+        : p_(p), streams_(streams), kb0_(kb0), dec_(dec), buffer_(buffer) {}
+
+    // Decodes slices [done, end).
+    void until(int64_t end) {
+        for (; done_ < end; ++done_) {
+            if (p_.G == 2) slice<2>();
+            else slice<1>();
+        }
+    }
+    int64_t done() const { return done_; }
+
+   private:
+    template <int G>
+    void slice() {
+        const int64_t j = done_ / 8;
+        const int ch = static_cast<int>(done_ % 8);
+        if (ch == 0) {
+            const BlockDeltas<G> d(streams_.scales, nullptr, kb0_ + j, p_.shift);
+            for (int g = 0; g < G; ++g) tables_[g] = dec_.lookup.tables<true>(d.d[g]);
+        }
+        decode_block_chunk<G, kManyRowsAhead, true, false, false>(
+            dec_, tables_, streams_.codes + (kb0_ + j) * G * kFp8BlockBytes, ch, buffer_.b[j][0]);
+    }
+
+    const RunPair& p_;
+    const PairStreams& streams_;
+    int64_t kb0_;
+    const Fp8ScaledDecode& dec_;
+    ChunkBuffer& buffer_;
+    ScaledLookup::Tables tables_[2];
+    int64_t done_ = 0;
+};
+
 // The run's pairs (none wide) against every row tile of the task, chunk by chunk of k; then the sums back to the
 // task's output. Steps (a chunk of k of one pair) in order; from kDecodeAheadMinPasses passes over two row tiles a
-// step, each step's chunk is decoded into one of two buffers during the step before, a share after each pass, so
-// that the decode (vector work) runs beside the tile products instead of between them (streamed by two threads,
+// step, each step's chunk is decoded into one of two buffers during the step before, a share in each pass (slices
+// after its blocks: SlicedChunkDecode), so that the decode runs beside the tile products (streamed by two threads,
 // n = 256: wq_b, wo_b, wo_a 10-17% faster; n = 64, two passes, 6-13% slower that way: the second buffer's 16 KB
 // in L1), else at the start of its step.
 void multiply_run(const QuantGemmTask& t, const RunPair* run, int count) {
@@ -371,17 +424,17 @@ void multiply_run(const QuantGemmTask& t, const RunPair* run, int count) {
         const bool next = ahead && step + 1 < steps;
         const RunPair& np = run[(step + 1) % count];
         const PairStreams next_streams(t, np.g0);
-        const int64_t nkb0 = next ? chunk_of(step + 1) : 0, nblocks = next ? blocks_of(step + 1) : 0;
-        const int64_t per_pass = (nblocks + passes - 1) / passes;
-        int64_t decoded = 0;
+        // the next step's chunk, a share of its slices in each pass, spread over the pass's blocks
+        SlicedChunkDecode decode(np, next_streams, next ? chunk_of(step + 1) : 0, dec, buffers[(step + 1) % 2]);
+        const int64_t slices = next ? 8 * blocks_of(step + 1) : 0, per_pass = (slices + passes - 1) / passes;
         const auto* acts = static_cast<const uint32_t*>(t.tile_acts) + kb0 * kTileBlockWords;
         for (int64_t i = 0; i < tiles; i += 2) {
             const uint32_t* a0 = acts + i * tile_words;
             const uint32_t* a1 = i + 1 < tiles ? a0 + tile_words : nullptr;
-            if (p.G == 2) multiply_chunk<2>(a0, a1, b, blocks, kb0 == 0, p.c + 2 * i, p.c + 2 * i + 2);
-            else multiply_chunk<1>(a0, a1, b, blocks, kb0 == 0, p.c + 2 * i, p.c + 2 * i + 2);
-            for (int64_t e = std::min(nblocks, decoded + per_pass); decoded < e; ++decoded)
-                decode_chunk_block(np, next_streams, nkb0, decoded, dec, buffers[(step + 1) % 2]);
+            const int64_t from = decode.done(), to = std::min(slices, from + per_pass);
+            auto share = [&](int64_t j) { decode.until(from + (to - from) * (j + 1) / blocks); };
+            if (p.G == 2) multiply_chunk<2>(a0, a1, b, blocks, kb0 == 0, p.c + 2 * i, p.c + 2 * i + 2, share);
+            else multiply_chunk<1>(a0, a1, b, blocks, kb0 == 0, p.c + 2 * i, p.c + 2 * i + 2, share);
         }
     }
     for (int q = 0; q < count; ++q)
