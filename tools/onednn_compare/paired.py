@@ -64,23 +64,34 @@ IMPL = {}
 ENGINES = [("onednn", run_onednn), ("deepinfer", run_deepinfer)]
 
 
+def case_list(text):
+    """--cases: comma-separated names of CASES."""
+    cases = text.split(",")
+    unknown = [c for c in cases if c not in CASES]
+    if unknown:
+        raise argparse.ArgumentTypeError(f"unknown case '{unknown[0]}' (known: {', '.join(CASES)})")
+    return cases
+
+
+def positive(text):
+    value = int(text)
+    if value < 1:
+        raise argparse.ArgumentTypeError(f"must be at least 1, got {value}")
+    return value
+
+
 def main():
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     p.add_argument("--deepinfer", required=True)
     p.add_argument("--python", default=sys.executable, help="a Python with torch (default: this one)")
-    p.add_argument("--rounds", type=int, default=3)
-    p.add_argument("--rows", default="64,256,1024")
-    p.add_argument("--threads", type=int, default=2)
-    p.add_argument("--iters", type=int, default=3)
-    p.add_argument("--cases", default=",".join(CASES), help="of: " + ",".join(CASES))
+    p.add_argument("--rounds", type=positive, default=3)
+    p.add_argument("--rows", default="64,256,1024", help="activation rows n, comma-separated")
+    p.add_argument("--threads", type=positive, default=2)
+    p.add_argument("--iters", type=positive, default=3, help="timed samples per case and n (median)")
+    p.add_argument("--cases", type=case_list, default=list(CASES), help="of: " + ",".join(CASES))
     p.add_argument("--no-hugepages", action="store_true", help="deepinfer's weights in 4 KB pages")
     args = p.parse_args()
-    cases = args.cases.split(",")
-    for c in cases:
-        if c not in CASES:
-            p.error(f"--cases: unknown case '{c}' (known: {', '.join(CASES)})")
-    if args.rounds < 1:
-        p.error("--rounds must be at least 1")
+    cases = args.cases
     ns = [int(n) for n in args.rows.split(",")]
     samples = {c: {n: [] for n in ns} for c in cases}  # [(oneDNN us, deepinfer us, tile peak GFLOP/s)] per round
     for r in range(args.rounds):
