@@ -34,6 +34,7 @@ HERE = os.path.dirname(os.path.abspath(__file__))
 
 
 def run_onednn(args, case):
+    # (every case runs the same bf16 linear: each case pairs it with its own deepinfer run, back to back)
     cmd = [args.python, os.path.join(HERE, "onednn_linear.py"), str(ROWS), str(K), str(args.threads),
            str(args.iters), args.rows]
     out = subprocess.run(cmd, check=True, capture_output=True, text=True).stdout

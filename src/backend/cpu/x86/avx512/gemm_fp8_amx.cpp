@@ -432,7 +432,10 @@ void multiply_run(const QuantGemmTask& t, const RunPair* run, int count) {
             const uint32_t* a0 = acts + i * tile_words;
             const uint32_t* a1 = i + 1 < tiles ? a0 + tile_words : nullptr;
             const int64_t from = decode.done(), to = std::min(slices, from + per_pass);
-            auto share = [&](int64_t j) { decode.until(from + (to - from) * (j + 1) / blocks); };
+            // (nothing to decode past the last step or where the step decodes its own chunk: no division per block)
+            auto share = [&](int64_t j) {
+                if (to > from) decode.until(from + (to - from) * (j + 1) / blocks);
+            };
             if (p.G == 2) multiply_chunk<2>(a0, a1, b, blocks, kb0 == 0, p.c + 2 * i, p.c + 2 * i + 2, share);
             else multiply_chunk<1>(a0, a1, b, blocks, kb0 == 0, p.c + 2 * i, p.c + 2 * i + 2, share);
         }
