@@ -249,6 +249,7 @@ TEST(GemmF32, Shapes) {
 TEST(GemmF32, ReleasedShapes) {
     run_f32<false>({1, 24, 20480, 0}, 8);
     run_f32<false>({10, 24, 20480, 0}, 9);
+    run_f32<false>({40, 24, 20480, 0}, 10);  // two tiles of 16 rows in the lanes and 8 rows left
 }
 
 }  // namespace

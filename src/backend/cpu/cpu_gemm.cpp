@@ -186,7 +186,19 @@ void gemm_f32_bf16w(const IsaOps& ops, const float* x, int64_t n, const Bf16Matr
 
 void gemm_f32(const IsaOps& ops, const float* x, int64_t n, const F32Matrix& w, float* out, int64_t ldo,
               ThreadPool& pool) {
-    gemm_dense(ops.gemm_f32, x, n, w.cols, w.data, w.rows, 4, out, 4, ldo, pool);
+    if (n < 2 * kF32LaneRows) {
+        gemm_dense(ops.gemm_f32, x, n, w.cols, w.data, w.rows, 4, out, 4, ldo, pool);
+        return;
+    }
+    // Many rows (a prefill's mHC mixes): tiles of kF32LaneRows activation rows over the pool, each against every
+    // weight row -- the AVX-512 kernel holds 24 weight rows' sums per tile (the released fn has 24), where a split
+    // of the weight rows gave each thread 12 of them.
+    const int64_t k = w.cols;
+    pool.parallel_for(static_cast<size_t>((n + kF32LaneRows - 1) / kF32LaneRows), [&](size_t a, size_t b, int) {
+        const int64_t i0 = static_cast<int64_t>(a) * kF32LaneRows;
+        const int64_t i1 = std::min(n, static_cast<int64_t>(b) * kF32LaneRows);
+        ops.gemm_f32(DenseGemmTask{x + i0 * k, i1 - i0, k, w.data, w.rows, out + i0 * ldo, ldo, nullptr});
+    });
 }
 
 }  // namespace deepinfer::backend::cpu

@@ -32,6 +32,9 @@ inline constexpr int64_t kBf16TilePassGroups = 3, kBf16TilesMinRows = 64;
 // pair of row groups' C tiles wait in the task's scratch between chunks and between passes (bf16_tile_sums_floats).
 // Activations come as pairs of row tiles (IsaOps::bf16_pair_tiles): bf16_pair_tiles_elems(n, k) elements.
 inline constexpr int64_t kBf16TileItemRows = 256, kBf16TileChunkBlocks = 8, kBf16TileItemActBytes = 1 << 20;
+// gemm_f32 of 2 kF32LaneRows rows and more: tiles of kF32LaneRows activation rows over the pool, each task every
+// weight row (the AVX-512 kernel puts a tile's rows in the lanes: gemm_dense_avx512.cpp).
+inline constexpr int64_t kF32LaneRows = 16;
 // Blocks of k per pass for an item of `pairs` row pairs (one pair: all of k, its sums staying in the tiles).
 inline int64_t bf16_tile_pass_blocks(int64_t pairs, int64_t kb_count) {
     const int64_t fit = kBf16TileItemActBytes / (pairs * 2048) / kBf16TileChunkBlocks * kBf16TileChunkBlocks;

@@ -304,9 +304,15 @@ void gemm_f32_bf16w(const DenseGemmTask& t) {
 // ---- fp32 weights: the reference's order exactly ----------------------------------------------------
 // gemm_f32 carries the mHC mixes (spec §5.2), whose Sinkhorn output steers every residual stream; it
 // computes what backend/ref computes bit for bit: k in order, a separate multiply and add per term (the
-// reference is built with -ffp-contract=off). 16 weight rows sit in the lanes, transposed in registers
-// 16 columns at a time; tiles of up to 8 activation rows. The matrices are small (24 rows in the released
-// model), so re-reading the 16-row slice for each tile of a prefill costs little.
+// reference is built with -ffp-contract=off). Whole tiles of 16 activation rows sit in the lanes, up to 24
+// weight rows' sums in registers at once (f32_rows_in_lanes); the rows left over (and calls of fewer rows) have
+// 16 weight rows in the lanes, transposed in registers 16 columns at a time, tiles of up to 8 activation rows.
+// Either way every output is the same chain of operations, so the two give the same bits.
+//
+// Why rows in the lanes: the released fn has 24 rows, which fill 24 of the 32 lanes of two weight slices. With
+// activation rows in the lanes all 24 weight rows' sums take whole vectors, and one transposed activation column
+// serves all of them. A prefill's mixes (`bench-decode --batch 256 --op-profile`, two threads, the released fn):
+// 2.9-3.3 -> 2.1 ms a call (with the driver's split by activation rows, cpu_gemm.cpp).
 namespace {
 
 template <int R>
@@ -337,16 +343,107 @@ void f32_ordered_tile(const float* w, int64_t k, int64_t valid, const float* x, 
     }
 }
 
+// Up to kLaneSums weight rows at once: their sums, the activation column and a product in registers.
+constexpr int kLaneSums = 24;
+static_assert(kF32LaneRows == 16, "a tile of activation rows fills the 16 lanes");
+// The weights go through in chunks of kLaneChunkCols columns, transposed once into a buffer (24 KB, in L1) for up
+// to kLaneTiles row tiles: each column's kLaneSums weights then lie side by side, broadcast from one pointer at
+// fixed offsets. Read in place, the rows' stride (80 KB for the released fn, a multiple of 4 KB: every row in one
+// L1 set) and their kLaneSums pointers (spilled) took 36.8 TSC cycles a column in a one-core scratch loop, 24.1
+// from the buffer.
+constexpr int64_t kLaneChunkCols = 256;
+constexpr int kLaneTiles = 4;
+
+// wt[c][j] = w[j][col0 + c] for the chunk's `width` columns, j < J (zero past `valid`): 16 columns at a time, by
+// 16 x 16 transposes in registers.
+template <int J>
+void transpose_chunk(const float* w, int64_t k, int64_t valid, int64_t col0, int64_t width, float (*wt)[J]) {
+    int64_t c0 = 0;
+    for (; c0 + 16 <= width; c0 += 16)
+        for (int j0 = 0; j0 < J; j0 += 16) {
+            __m512i blk[16];
+#pragma GCC unroll 16
+            for (int r = 0; r < 16; ++r)
+                blk[r] = j0 + r < valid ? _mm512_castps_si512(_mm512_loadu_ps(w + (j0 + r) * k + col0 + c0))
+                                        : _mm512_setzero_si512();
+            transpose16(blk);
+            const __mmask16 keep = J - j0 >= 16 ? 0xffff : lane_mask(J - j0);
+#pragma GCC unroll 16
+            for (int c = 0; c < 16; ++c) _mm512_mask_storeu_ps(wt[c0 + c] + j0, keep, _mm512_castsi512_ps(blk[c]));
+        }
+    for (; c0 < width; ++c0)
+        for (int j = 0; j < J; ++j) wt[c0][j] = j < valid ? w[j * k + col0 + c0] : 0.0f;
+}
+
+// Row tiles [0, tiles) of 16 activation rows from x (row stride k) against the weight rows w[0..valid) (row stride
+// k, valid <= J <= kLaneSums): out[(16 i + r) * ldo + j].
+template <int J>
+void f32_rows_in_lanes(const float* x, int64_t k, int tiles, const float* w, int64_t valid, float* out,
+                       int64_t ldo) {
+    alignas(64) float wt[kLaneChunkCols][J];             // the chunk transposed, rows past `valid` zero
+    alignas(64) float sums[kLaneTiles][J][16];           // each tile's sums between chunks
+    alignas(64) float columns[16][16];                    // columns[c][r]: x[r][col + c]
+    for (int64_t col0 = 0; col0 < k; col0 += kLaneChunkCols) {
+        const int64_t width = k - col0 < kLaneChunkCols ? k - col0 : kLaneChunkCols;
+        transpose_chunk<J>(w, k, valid, col0, width, wt);
+        for (int i = 0; i < tiles; ++i) {
+            const float* xi = x + i * 16 * k;
+            __m512 acc[J];
+#pragma GCC unroll 24
+            for (int j = 0; j < J; ++j) acc[j] = col0 == 0 ? _mm512_setzero_ps() : _mm512_load_ps(sums[i][j]);
+            for (int64_t c0 = 0; c0 < width; c0 += 16) {
+                const int64_t col = col0 + c0, cols = width - c0 < 16 ? width - c0 : 16;
+                if (cols == 16) {
+                    __m512i blk[16];
+#pragma GCC unroll 16
+                    for (int r = 0; r < 16; ++r) blk[r] = _mm512_castps_si512(_mm512_loadu_ps(xi + r * k + col));
+                    transpose16(blk);
+#pragma GCC unroll 16
+                    for (int c = 0; c < 16; ++c) _mm512_store_si512(columns[c], blk[c]);
+                } else {
+                    for (int64_t c = 0; c < cols; ++c)
+                        for (int r = 0; r < 16; ++r) columns[c][r] = xi[r * k + col + c];
+                }
+                for (int64_t c = 0; c < cols; ++c) {
+                    const __m512 xc = _mm512_load_ps(columns[c]);
+                    const float* wc = wt[c0 + c];
+#pragma GCC unroll 24
+                    for (int j = 0; j < J; ++j) acc[j] = _mm512_add_ps(acc[j], _mm512_mul_ps(xc, _mm512_set1_ps(wc[j])));
+                }
+            }
+#pragma GCC unroll 24
+            for (int j = 0; j < J; ++j) _mm512_store_ps(sums[i][j], acc[j]);
+        }
+    }
+    for (int i = 0; i < tiles; ++i)
+        for (int r = 0; r < 16; ++r)
+            for (int j = 0; j < valid; ++j) out[(16 * i + r) * ldo + j] = sums[i][j][r];
+}
+
 }  // namespace
 
 void gemm_f32(const DenseGemmTask& t) {
     auto* out = static_cast<float*>(t.out);
     const auto* w = static_cast<const float*>(t.w);
     const auto* x = static_cast<const float*>(t.x);
+    // whole tiles of 16 activation rows, kLaneTiles at a time against kLaneSums weight rows (then 8 or 16 of them)
+    const int64_t tiled = t.n / 16 * 16;
+    for (int64_t i = 0; i < tiled; i += 16 * kLaneTiles) {
+        const int tiles = static_cast<int>(tiled - i < 16 * kLaneTiles ? (tiled - i) / 16 : kLaneTiles);
+        for (int64_t j = 0; j < t.rows; j += kLaneSums) {
+            const int64_t valid = t.rows - j < kLaneSums ? t.rows - j : kLaneSums;
+            const float* xi = x + i * t.k;
+            const float* wj = w + j * t.k;
+            float* o = out + i * t.ldo + j;
+            if (valid <= 8) f32_rows_in_lanes<8>(xi, t.k, tiles, wj, valid, o, t.ldo);
+            else if (valid <= 16) f32_rows_in_lanes<16>(xi, t.k, tiles, wj, valid, o, t.ldo);
+            else f32_rows_in_lanes<kLaneSums>(xi, t.k, tiles, wj, valid, o, t.ldo);
+        }
+    }
     for (int64_t j = 0; j < t.rows; j += 16) {
         const int64_t valid = t.rows - j < 16 ? t.rows - j : 16;
         const __mmask16 mask = lane_mask(valid);
-        for (int64_t i = 0; i < t.n; i += 8) {
+        for (int64_t i = tiled; i < t.n; i += 8) {
             const int64_t ra = t.n - i < 8 ? t.n - i : 8;
             const float* wj = w + j * t.k;
             const float* xi = x + i * t.k;
