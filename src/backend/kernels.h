@@ -138,6 +138,11 @@ struct Kernels {
     // fp32 x [n, k] times W^T with W stored bf16 (exactly widened) or fp32; fp32 out.
     void (*gemm_f32_bf16w)(const float* x, int64_t n, const Bf16Matrix& w, float* out, int64_t ldo, ThreadPool& pool);
     void (*gemm_f32)(const float* x, int64_t n, const F32Matrix& w, float* out, int64_t ldo, ThreadPool& pool);
+    // The mHC mixes' sums (spec §5.2) of n stream rows x bf16 [n, w.cols]: out [n, w.rows] = gemm_f32 of x in fp32
+    // (exactly widened) and squares [n] = each row's sum of x^2, in fp32 with k in order from 0 and a separate
+    // multiply and add per term, as gemm_f32 sums.
+    void (*gemm_f32_squares)(const bf16* x, int64_t n, const F32Matrix& w, float* out, float* squares,
+                             ThreadPool& pool);
     // Sparse attention with sink (spec §4.7) for one sequence: q bf16 [m, heads, dim], kv bf16 [n_kv, dim]
     // (K = V), idx int32 [m, topk] (-1 = empty), sink fp32 [heads]; out bf16 [m, heads, dim].
     void (*sparse_attn)(const bf16* q, int64_t m, int heads, int dim, const bf16* kv, const int32_t* idx, int topk,

@@ -17,36 +17,15 @@ void Model::hc_mixes(const bf16* stream, int64_t n, const F32Matrix& fn, const f
                      float* pre, float* post, float* comb) {
     const ModelConfig& c = config_;
     const int hc = c.hc_mult, width = c.hc_dim(), mix = c.hc_mix_dim();
-    ScratchVector<float> x(n * width), mixes(n * mix);
-    ops::bf16_rows_to_f32(stream, n, width, x.data());
-    ops::linear_f32(x.data(), n, fn, mixes.data());  // fn . x with the un-normalised stream
-    // One statistic over all copies jointly (spec §5.2 HC), summed in order: rows over the pool, and within a
-    // thread kChains rows at a time, one chain of adds each (one row's 20 480 dependent adds took ~0.1 ms; each
-    // row's operations and their order are unchanged, the chains only run side by side).
-    constexpr int kChains = 8;
-    auto scale_rows = [&](int64_t i, const float* sums, int rows) {
-        for (int r = 0; r < rows; ++r) {
-            const float rstd =
-                1.0f / std::sqrt(sums[r] / static_cast<float>(width) + static_cast<float>(c.rms_norm_eps));
-            for (int m = 0; m < mix; ++m) mixes[(i + r) * mix + m] *= rstd;
-        }
-    };
-    ThreadPool::global().parallel_for(static_cast<size_t>(n), [&](size_t i0, size_t i1, int) {
-        auto i = static_cast<int64_t>(i0);
-        for (; i + kChains <= static_cast<int64_t>(i1); i += kChains) {
-            float sums[kChains] = {};
-            const float* rows = x.data() + i * width;
-            for (int k = 0; k < width; ++k)
-#pragma GCC unroll 8
-                for (int r = 0; r < kChains; ++r) sums[r] += rows[r * width + k] * rows[r * width + k];
-            scale_rows(i, sums, kChains);
-        }
-        for (; i < static_cast<int64_t>(i1); ++i) {
-            float sum = 0.0f;
-            for (int k = 0; k < width; ++k) sum += x[i * width + k] * x[i * width + k];
-            scale_rows(i, &sum, 1);
-        }
-    });
+    ScratchVector<float> mixes(n * mix), squares(n);
+    // fn . x with the un-normalised stream, and one statistic over all copies jointly (spec §5.2 HC): each row's
+    // squares summed in order
+    ops::linear_f32_squares(stream, n, fn, mixes.data(), squares.data());
+    for (int64_t i = 0; i < n; ++i) {
+        const float rstd =
+            1.0f / std::sqrt(squares[i] / static_cast<float>(width) + static_cast<float>(c.rms_norm_eps));
+        for (int m = 0; m < mix; ++m) mixes[i * mix + m] *= rstd;
+    }
     ops::hc_split_sinkhorn(mixes.data(), n, scale, base, hc, c.hc_sinkhorn_iters, static_cast<float>(c.hc_eps), pre, post,
                            comb);
 }

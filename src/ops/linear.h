@@ -39,5 +39,8 @@ void linear_bf16(const bf16* x, int64_t n, const Bf16Matrix& w, bf16* y);
 void linear_f32(const float* x, int64_t n, const Bf16Matrix& w, float* y);
 // fp32 x fp32 weight -> fp32 (hyper-connection mixes).
 void linear_f32(const float* x, int64_t n, const F32Matrix& w, float* y);
+// The same of bf16 x (exactly widened), and each row's sum of squares x . x beside it (the mHC mixes and their
+// statistic, spec §5.2): y [n, w.rows], squares [n].
+void linear_f32_squares(const bf16* x, int64_t n, const F32Matrix& w, float* y, float* squares);
 
 }  // namespace deepinfer::ops

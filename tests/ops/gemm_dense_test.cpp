@@ -5,6 +5,8 @@
 // split into three bf16 parts, 3 k terms a sum) 4 (k + 1) 2^-24 sum |x w|; fp32 x fp32 (gemm_f32) bit-identical.
 #include <gtest/gtest.h>
 
+#include <cstring>
+
 #include "backend/kernels.h"
 #include "op_harness.h"
 
@@ -250,6 +252,52 @@ TEST(GemmF32, ReleasedShapes) {
     run_f32<false>({1, 24, 20480, 0}, 8);
     run_f32<false>({10, 24, 20480, 0}, 9);
     run_f32<false>({40, 24, 20480, 0}, 10);  // two tiles of 16 rows in the lanes and 8 rows left
+}
+
+// gemm_f32_squares (the mHC mixes and their statistic, bf16 x) against the reference, bit-identical: few rows (a
+// decode step: widened, gemm_f32 and the squares' chains), whole tiles of 16 rows in the lanes with rows left
+// over, weight row counts below / at / past the kernel's 24 sums at once, k with and without 16-column tails and
+// past its 256-column chunks.
+void run_f32_squares(const Shape& s, uint64_t seed) {
+    Inputs in(seed);
+    const std::vector<bf16> x = in.bf16s(s.n * s.k, -4.0f, 4.0f);
+    const std::vector<float> w = in.floats(s.rows * s.k);
+    const F32Matrix m{w.data(), s.rows, s.k};
+    ThreadPool ref_pool(2);
+    std::vector<float> ref(s.n * s.rows), ref_squares(s.n);
+    backend::ref::kernels().gemm_f32_squares(x.data(), s.n, m, ref.data(), ref_squares.data(), ref_pool);
+    for (const Kernels* table : simd_tables())
+        for (int threads : {1, 2, 3}) {
+            SCOPED_TRACE(std::string(isa_name(table->isa)) + " threads=" + std::to_string(threads) + " " + describe(s));
+            ThreadPool pool(threads);
+            Output2d<float> out(s.n, s.rows, s.rows), squares(s.n, 1, 1);
+            table->gemm_f32_squares(x.data(), s.n, m, out.data(), squares.data(), pool);
+            EXPECT_EQ(out.integrity(), "");
+            EXPECT_EQ(squares.integrity(), "");
+            int64_t bad = 0;
+            for (int64_t i = 0; i < s.n; ++i) {
+                if (std::memcmp(&squares.data()[i], &ref_squares[i], 4) != 0 && bad++ < 5)
+                    ADD_FAILURE() << "squares [" << i << "] ref " << ref_squares[i] << " got " << squares.data()[i];
+                for (int64_t j = 0; j < s.rows; ++j)
+                    if (std::memcmp(&out.data()[i * s.rows + j], &ref[i * s.rows + j], 4) != 0 && bad++ < 5)
+                        ADD_FAILURE() << "[" << i << ", " << j << "] ref " << ref[i * s.rows + j] << " got "
+                                      << out.data()[i * s.rows + j];
+            }
+            EXPECT_EQ(bad, 0);
+        }
+}
+
+TEST(GemmF32Squares, Shapes) {
+    uint64_t seed = 900;
+    for (const Shape& s : {Shape{1, 24, 100, 0}, Shape{9, 5, 31, 0}, Shape{32, 24, 48, 0}, Shape{33, 8, 300, 0},
+                           Shape{40, 17, 600, 0}, Shape{64, 30, 37, 0}, Shape{100, 49, 530, 0}})
+        run_f32_squares(s, seed++);
+}
+
+// hc_attn_fn / hc_ffn_fn [24, 20480] over the 4-copy stream: a decode step, a prefill's tiles with 8 rows left.
+TEST(GemmF32Squares, ReleasedShapes) {
+    run_f32_squares({2, 24, 20480, 0}, 920);
+    run_f32_squares({72, 24, 20480, 0}, 921);
 }
 
 }  // namespace

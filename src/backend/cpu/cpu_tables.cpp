@@ -37,7 +37,8 @@ const IsaOps& avx512_ops() {
                                avx512::gemm_f32_bf16w_tiles, avx512::fp8_tile_acts,
                                avx512::fp4_tile_acts,       avx512::tile_loop,
                                avx512::fp8_tile_item_rows,  avx512::gemm_bf16_tiles,
-                               avx512::bf16_pair_tiles,     avx512::prep_fp4_flags};
+                               avx512::bf16_pair_tiles,     avx512::prep_fp4_flags,
+                               avx512::gemm_f32_squares_tiles};
     return ops;
 }
 
@@ -77,6 +78,10 @@ struct Entries {
     }
     static void gemm_f32(const float* x, int64_t n, const F32Matrix& w, float* out, int64_t ldo, ThreadPool& pool) {
         cpu::gemm_f32(Ops(), x, n, w, out, ldo, pool);
+    }
+    static void gemm_f32_squares(const bf16* x, int64_t n, const F32Matrix& w, float* out, float* squares,
+                                 ThreadPool& pool) {
+        cpu::gemm_f32_squares(Ops(), x, n, w, out, squares, pool);
     }
     static void prepare_bf16(const Bf16Matrix& w, PackedWeight* out, ThreadPool& pool) {
         cpu::prepare_bf16(Ops(), w, out, pool);
@@ -136,6 +141,7 @@ struct Entries {
                        .gemm_bf16 = gemm_bf16,
                        .gemm_f32_bf16w = gemm_f32_bf16w,
                        .gemm_f32 = gemm_f32,
+                       .gemm_f32_squares = gemm_f32_squares,
                        .sparse_attn = sparse_attn,
                        .index_scores = index_scores,
                        .rms_norm = rms_norm,

@@ -27,6 +27,8 @@ void gemm_f32_bf16w(const IsaOps& ops, const float* x, int64_t n, const Bf16Matr
                     ThreadPool& pool);
 void gemm_f32(const IsaOps& ops, const float* x, int64_t n, const F32Matrix& w, float* out, int64_t ldo,
               ThreadPool& pool);
+void gemm_f32_squares(const IsaOps& ops, const bf16* x, int64_t n, const F32Matrix& w, float* out, float* squares,
+                      ThreadPool& pool);
 void sparse_attn(const IsaOps& ops, const bf16* q, int64_t m, int heads, int dim, const bf16* kv, const int32_t* idx,
                  int topk, const float* sink, float scale, bf16* out, ThreadPool& pool);
 void index_scores(const IsaOps& ops, const bf16* q, int64_t m, int heads, int dim, const bf16* keys, int64_t n,

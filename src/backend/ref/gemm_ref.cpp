@@ -148,4 +148,23 @@ void gemm_f32(const float* x, int64_t n, const F32Matrix& w, float* out, int64_t
     });
 }
 
+void gemm_f32_squares(const bf16* x, int64_t n, const F32Matrix& w, float* out, float* squares, ThreadPool& pool) {
+    pool.parallel_for(static_cast<size_t>(n), [&](size_t begin, size_t end, int) {
+        std::vector<float> row(static_cast<size_t>(w.cols));
+        for (size_t i = begin; i < end; ++i) {
+            float sum = 0.0f;
+            for (int64_t kk = 0; kk < w.cols; ++kk) {
+                row[kk] = bf16_to_float(x[i * w.cols + kk]);
+                sum += row[kk] * row[kk];
+            }
+            squares[i] = sum;
+            for (int64_t j = 0; j < w.rows; ++j) {
+                float acc = 0.0f;
+                for (int64_t kk = 0; kk < w.cols; ++kk) acc += row[kk] * w.data[j * w.cols + kk];
+                out[i * w.rows + j] = acc;
+            }
+        }
+    });
+}
+
 }  // namespace deepinfer::backend::ref

@@ -14,6 +14,7 @@ void gemm_fp4(const Fp8Acts& a, const Fp4Matrix& w, bf16* out, int64_t ldo, Thre
 void gemm_bf16(const bf16* x, int64_t n, const Bf16Matrix& w, bf16* out, int64_t ldo, ThreadPool& pool);
 void gemm_f32_bf16w(const float* x, int64_t n, const Bf16Matrix& w, float* out, int64_t ldo, ThreadPool& pool);
 void gemm_f32(const float* x, int64_t n, const F32Matrix& w, float* out, int64_t ldo, ThreadPool& pool);
+void gemm_f32_squares(const bf16* x, int64_t n, const F32Matrix& w, float* out, float* squares, ThreadPool& pool);
 void sparse_attn(const bf16* q, int64_t m, int heads, int dim, const bf16* kv, const int32_t* idx, int topk,
                  const float* sink, float scale, bf16* out, ThreadPool& pool);
 void index_scores(const bf16* q, int64_t m, int heads, int dim, const bf16* keys, int64_t n, const bf16* w,

@@ -41,6 +41,7 @@ const Kernels& kernels() {
                                   .gemm_bf16 = gemm_bf16,
                                   .gemm_f32_bf16w = gemm_f32_bf16w,
                                   .gemm_f32 = gemm_f32,
+                                  .gemm_f32_squares = gemm_f32_squares,
                                   .sparse_attn = sparse_attn,
                                   .index_scores = index_scores,
                                   .rms_norm = rms_norm,

@@ -305,14 +305,19 @@ void gemm_f32_bf16w(const DenseGemmTask& t) {
 // gemm_f32 carries the mHC mixes (spec §5.2), whose Sinkhorn output steers every residual stream; it
 // computes what backend/ref computes bit for bit: k in order, a separate multiply and add per term (the
 // reference is built with -ffp-contract=off). Whole tiles of 16 activation rows sit in the lanes, up to 24
-// weight rows' sums in registers at once (f32_rows_in_lanes); the rows left over (and calls of fewer rows) have
+// weight rows' sums in registers at once (rows_in_lanes); the rows left over (and calls of fewer rows) have
 // 16 weight rows in the lanes, transposed in registers 16 columns at a time, tiles of up to 8 activation rows.
-// Either way every output is the same chain of operations, so the two give the same bits.
+// Either way every output is the same chain of operations, so the two give the same bits. The mixes of a
+// prefill come through gemm_f32_squares_tiles: the same tiles read from the bf16 stream, widened on the way, and
+// each row's sum of squares one more chain in the lanes.
 //
 // Why rows in the lanes: the released fn has 24 rows, which fill 24 of the 32 lanes of two weight slices. With
 // activation rows in the lanes all 24 weight rows' sums take whole vectors, and one transposed activation column
 // serves all of them. A prefill's mixes (`bench-decode --batch 256 --op-profile`, two threads, the released fn):
-// 2.9-3.3 -> 2.1 ms a call (with the driver's split by activation rows, cpu_gemm.cpp).
+// 2.9-3.3 -> 2.1 ms a call (with the driver's split by activation rows, cpu_gemm.cpp). Reading the bf16 stream
+// (no fp32 copy; the squares in the same pass, not a loop over the copy after it): a 2048-token prefill of the
+// released dims' two layers (`deepinfer bench --input-lens 2048 --output-len 1 --num-prompts 5`, TTFT p50, three
+// alternating rounds) 2649-2750 -> 2558-2574 ms.
 namespace {
 
 template <int R>
@@ -375,49 +380,90 @@ void transpose_chunk(const float* w, int64_t k, int64_t valid, int64_t col0, int
         for (int j = 0; j < J; ++j) wt[c0][j] = j < valid ? w[j * k + col0 + c0] : 0.0f;
 }
 
-// Row tiles [0, tiles) of 16 activation rows from x (row stride k) against the weight rows w[0..valid) (row stride
-// k, valid <= J <= kLaneSums): out[(16 i + r) * ldo + j].
-template <int J>
-void f32_rows_in_lanes(const float* x, int64_t k, int tiles, const float* w, int64_t valid, float* out,
-                       int64_t ldo) {
+// 16 values of an activation row as fp32 (bf16 exactly so).
+inline __m512 load_row16(const float* x) { return _mm512_loadu_ps(x); }
+inline __m512 load_row16(const bf16* x) {
+    const __m256i h = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(x));
+    return _mm512_castsi512_ps(_mm512_slli_epi32(_mm512_cvtepu16_epi32(h), 16));
+}
+inline float to_f32(float v) { return v; }
+inline float to_f32(bf16 v) { return bf16_to_float(v); }
+
+// Row tiles [0, tiles) of 16 activation rows from x (fp32 or bf16, row stride k) against the weight rows
+// w[0..valid) (row stride k, valid <= J <= kLaneSums): out[(16 i + r) * ldo + j]; with kSquares also each row's
+// sum of squares, in order, to squares[16 i + r] (the mHC mixes' statistic: one more chain in the lanes).
+template <int J, bool kSquares, class X>
+void rows_in_lanes(const X* x, int64_t k, int tiles, const float* w, int64_t valid, float* out, int64_t ldo,
+                   float* squares) {
     alignas(64) float wt[kLaneChunkCols][J];             // the chunk transposed, rows past `valid` zero
-    alignas(64) float sums[kLaneTiles][J][16];           // each tile's sums between chunks
+    alignas(64) float sums[kLaneTiles][J + 1][16];       // each tile's sums between chunks (its squares' last)
     alignas(64) float columns[16][16];                    // columns[c][r]: x[r][col + c]
     for (int64_t col0 = 0; col0 < k; col0 += kLaneChunkCols) {
         const int64_t width = k - col0 < kLaneChunkCols ? k - col0 : kLaneChunkCols;
         transpose_chunk<J>(w, k, valid, col0, width, wt);
         for (int i = 0; i < tiles; ++i) {
-            const float* xi = x + i * 16 * k;
-            __m512 acc[J];
+            const X* xi = x + i * 16 * k;
+            __m512 acc[J], sq = _mm512_setzero_ps();
 #pragma GCC unroll 24
             for (int j = 0; j < J; ++j) acc[j] = col0 == 0 ? _mm512_setzero_ps() : _mm512_load_ps(sums[i][j]);
+            if (kSquares && col0 > 0) sq = _mm512_load_ps(sums[i][J]);
             for (int64_t c0 = 0; c0 < width; c0 += 16) {
                 const int64_t col = col0 + c0, cols = width - c0 < 16 ? width - c0 : 16;
                 if (cols == 16) {
                     __m512i blk[16];
 #pragma GCC unroll 16
-                    for (int r = 0; r < 16; ++r) blk[r] = _mm512_castps_si512(_mm512_loadu_ps(xi + r * k + col));
+                    for (int r = 0; r < 16; ++r) blk[r] = _mm512_castps_si512(load_row16(xi + r * k + col));
                     transpose16(blk);
 #pragma GCC unroll 16
                     for (int c = 0; c < 16; ++c) _mm512_store_si512(columns[c], blk[c]);
                 } else {
                     for (int64_t c = 0; c < cols; ++c)
-                        for (int r = 0; r < 16; ++r) columns[c][r] = xi[r * k + col + c];
+                        for (int r = 0; r < 16; ++r) columns[c][r] = to_f32(xi[r * k + col + c]);
                 }
                 for (int64_t c = 0; c < cols; ++c) {
                     const __m512 xc = _mm512_load_ps(columns[c]);
                     const float* wc = wt[c0 + c];
 #pragma GCC unroll 24
                     for (int j = 0; j < J; ++j) acc[j] = _mm512_add_ps(acc[j], _mm512_mul_ps(xc, _mm512_set1_ps(wc[j])));
+                    if constexpr (kSquares) sq = _mm512_add_ps(sq, _mm512_mul_ps(xc, xc));
                 }
             }
 #pragma GCC unroll 24
             for (int j = 0; j < J; ++j) _mm512_store_ps(sums[i][j], acc[j]);
+            if constexpr (kSquares) _mm512_store_ps(sums[i][J], sq);
         }
     }
-    for (int i = 0; i < tiles; ++i)
+    for (int i = 0; i < tiles; ++i) {
         for (int r = 0; r < 16; ++r)
             for (int j = 0; j < valid; ++j) out[(16 * i + r) * ldo + j] = sums[i][j][r];
+        if constexpr (kSquares) _mm512_storeu_ps(squares + 16 * i, _mm512_load_ps(sums[i][J]));
+    }
+}
+
+// `tiles` tiles of 16 rows of x against all `rows` weight rows of w (row stride k), kLaneTiles tiles at a time
+// against kLaneSums weight rows (then 8 or 16 of them); squares: each row's sum of squares too, where not null.
+template <class X>
+void tiles_in_lanes(const X* x, int64_t tiles, int64_t k, const float* w, int64_t rows, float* out, int64_t ldo,
+                    float* squares) {
+    for (int64_t i = 0; i < tiles; i += kLaneTiles) {
+        const int count = static_cast<int>(tiles - i < kLaneTiles ? tiles - i : kLaneTiles);
+        const X* xi = x + i * 16 * k;
+        for (int64_t j = 0; j < rows; j += kLaneSums) {
+            const int64_t valid = rows - j < kLaneSums ? rows - j : kLaneSums;
+            const float* wj = w + j * k;
+            float* o = out + i * 16 * ldo + j;
+            float* sq = j == 0 && squares ? squares + i * 16 : nullptr;  // (with the first weight rows)
+            if (sq) {
+                if (valid <= 8) rows_in_lanes<8, true>(xi, k, count, wj, valid, o, ldo, sq);
+                else if (valid <= 16) rows_in_lanes<16, true>(xi, k, count, wj, valid, o, ldo, sq);
+                else rows_in_lanes<kLaneSums, true>(xi, k, count, wj, valid, o, ldo, sq);
+            } else {
+                if (valid <= 8) rows_in_lanes<8, false>(xi, k, count, wj, valid, o, ldo, sq);
+                else if (valid <= 16) rows_in_lanes<16, false>(xi, k, count, wj, valid, o, ldo, sq);
+                else rows_in_lanes<kLaneSums, false>(xi, k, count, wj, valid, o, ldo, sq);
+            }
+        }
+    }
 }
 
 }  // namespace
@@ -426,20 +472,9 @@ void gemm_f32(const DenseGemmTask& t) {
     auto* out = static_cast<float*>(t.out);
     const auto* w = static_cast<const float*>(t.w);
     const auto* x = static_cast<const float*>(t.x);
-    // whole tiles of 16 activation rows, kLaneTiles at a time against kLaneSums weight rows (then 8 or 16 of them)
+    // whole tiles of 16 activation rows in the lanes
     const int64_t tiled = t.n / 16 * 16;
-    for (int64_t i = 0; i < tiled; i += 16 * kLaneTiles) {
-        const int tiles = static_cast<int>(tiled - i < 16 * kLaneTiles ? (tiled - i) / 16 : kLaneTiles);
-        for (int64_t j = 0; j < t.rows; j += kLaneSums) {
-            const int64_t valid = t.rows - j < kLaneSums ? t.rows - j : kLaneSums;
-            const float* xi = x + i * t.k;
-            const float* wj = w + j * t.k;
-            float* o = out + i * t.ldo + j;
-            if (valid <= 8) f32_rows_in_lanes<8>(xi, t.k, tiles, wj, valid, o, t.ldo);
-            else if (valid <= 16) f32_rows_in_lanes<16>(xi, t.k, tiles, wj, valid, o, t.ldo);
-            else f32_rows_in_lanes<kLaneSums>(xi, t.k, tiles, wj, valid, o, t.ldo);
-        }
-    }
+    tiles_in_lanes(x, tiled / 16, t.k, w, t.rows, out, t.ldo, nullptr);
     for (int64_t j = 0; j < t.rows; j += 16) {
         const int64_t valid = t.rows - j < 16 ? t.rows - j : 16;
         const __mmask16 mask = lane_mask(valid);
@@ -461,6 +496,11 @@ void gemm_f32(const DenseGemmTask& t) {
             for (int64_t a = 0; a < ra; ++a) _mm512_mask_storeu_ps(out + (i + a) * t.ldo + j, mask, acc[a]);
         }
     }
+}
+
+void gemm_f32_squares_tiles(const bf16* x, int64_t tiles, int64_t k, const float* fn, int64_t fn_rows, float* out,
+                            float* squares) {
+    tiles_in_lanes(x, tiles, k, fn, fn_rows, out, fn_rows, squares);
 }
 
 }  // namespace deepinfer::backend::cpu::avx512
