@@ -137,12 +137,6 @@ void linear_f32(const float* x, int64_t n, const Bf16Matrix& w, float* y) {
     backend::active_kernels().gemm_f32_bf16w(x, n, w, y, w.rows, ThreadPool::global());
 }
 
-void linear_f32(const float* x, int64_t n, const F32Matrix& w, float* y) {
-    if (n == 0) return;
-    const OpTimer timer = timed("f32", w.rows, w.cols, n, 4.0 * w.rows * w.cols);
-    backend::active_kernels().gemm_f32(x, n, w, y, w.rows, ThreadPool::global());
-}
-
 void linear_f32_squares(const bf16* x, int64_t n, const F32Matrix& w, float* y, float* squares) {
     if (n == 0) return;
     const OpTimer timer = timed("f32 (bf16 x, squares)", w.rows, w.cols, n, 4.0 * w.rows * w.cols);

@@ -37,10 +37,8 @@ void linear_fp4_grouped(const std::vector<Fp4Linear>& linears);
 void linear_bf16(const bf16* x, int64_t n, const Bf16Matrix& w, bf16* y);
 // fp32 x [n, k] times a bf16-stored weight held in fp32 -> fp32 y (LM head, router, ratio-2 compressor).
 void linear_f32(const float* x, int64_t n, const Bf16Matrix& w, float* y);
-// fp32 x fp32 weight -> fp32 (hyper-connection mixes).
-void linear_f32(const float* x, int64_t n, const F32Matrix& w, float* y);
-// The same of bf16 x (exactly widened), and each row's sum of squares x . x beside it (the mHC mixes and their
-// statistic, spec §5.2): y [n, w.rows], squares [n].
+// bf16 x (exactly widened to fp32) times an fp32 weight -> fp32 y [n, w.rows], and each row's sum of squares x . x
+// beside it, squares [n] (the hyper-connection mixes and their statistic, spec §5.2).
 void linear_f32_squares(const bf16* x, int64_t n, const F32Matrix& w, float* y, float* squares);
 
 }  // namespace deepinfer::ops
