@@ -256,7 +256,7 @@ TEST(GemmF32, ReleasedShapes) {
 
 // gemm_f32_squares (the mHC mixes and their statistic, bf16 x) against the reference, bit-identical: few rows (a
 // decode step: widened, gemm_f32 and the squares' chains), whole tiles of 16 rows in the lanes with rows left
-// over, weight row counts below / at / past the kernel's 24 sums at once, k with and without 16-column tails and
+// over, weight row counts below / at / past the kernel's 24 sums at once, k = 0, with and without 16-column tails and
 // past its 256-column chunks.
 void run_f32_squares(const Shape& s, uint64_t seed) {
     Inputs in(seed);
@@ -290,7 +290,7 @@ void run_f32_squares(const Shape& s, uint64_t seed) {
 TEST(GemmF32Squares, Shapes) {
     uint64_t seed = 900;
     for (const Shape& s : {Shape{1, 24, 100, 0}, Shape{9, 5, 31, 0}, Shape{32, 24, 48, 0}, Shape{33, 8, 300, 0},
-                           Shape{40, 17, 600, 0}, Shape{64, 30, 37, 0}, Shape{100, 49, 530, 0}})
+                           Shape{40, 17, 600, 0}, Shape{64, 30, 37, 0}, Shape{100, 49, 530, 0}, Shape{48, 24, 0, 0}})
         run_f32_squares(s, seed++);
 }
 

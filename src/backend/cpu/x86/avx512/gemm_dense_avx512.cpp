@@ -398,6 +398,7 @@ void rows_in_lanes(const X* x, int64_t k, int tiles, const float* w, int64_t val
     alignas(64) float wt[kLaneChunkCols][J];             // the chunk transposed, rows past `valid` zero
     alignas(64) float sums[kLaneTiles][J + 1][16];       // each tile's sums between chunks (its squares' last)
     alignas(64) float columns[16][16];                    // columns[c][r]: x[r][col + c]
+    if (k == 0) std::memset(sums, 0, sizeof(sums));      // (empty sums: zero, as the reference's)
     for (int64_t col0 = 0; col0 < k; col0 += kLaneChunkCols) {
         const int64_t width = k - col0 < kLaneChunkCols ? k - col0 : kLaneChunkCols;
         transpose_chunk<J>(w, k, valid, col0, width, wt);
