@@ -206,6 +206,8 @@ inline unsigned mm512_reduce_min_epu32(__m512i a) {
 inline __m512 mm512_dpbf16_ps(__m512 src, __m512bh a, __m512bh b) { return e::dpbf16_ps(src, a, b); }
 inline float mm512_reduce_add_ps(__m512 a) { return e::reduce_add_ps(a); }
 inline float mm512_reduce_max_ps(__m512 a) { return e::reduce_max_ps(a); }
+// The non-temporal hint changes no value: a plain store.
+inline void mm512_stream_si512(void* p, __m512i x) { std::memcpy(p, &x, sizeof(x)); }
 
 }  // namespace deepinfer::emulated_avx512::intrinsics
 
@@ -273,3 +275,5 @@ inline float mm512_reduce_max_ps(__m512 a) { return e::reduce_max_ps(a); }
 #define _mm512_reduce_add_ps DEEPINFER_EMU(mm512_reduce_add_ps)
 #undef _mm512_reduce_max_ps
 #define _mm512_reduce_max_ps DEEPINFER_EMU(mm512_reduce_max_ps)
+#undef _mm512_stream_si512
+#define _mm512_stream_si512 DEEPINFER_EMU(mm512_stream_si512)
