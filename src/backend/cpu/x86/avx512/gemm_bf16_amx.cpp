@@ -116,9 +116,9 @@ inline void load_sums(float (*c)[256]) {
     if constexpr (Two) load_c_tiles<G>(1, c + 2);
 }
 // The rows [i0, i0 + 32) of a row pair's finished sums (c[2 i + g]: row tile i, group g) to bf16 out, row group g0 + g.
-// A pair of groups fills a row's 64-byte line: it goes out by a non-temporal store, which reads nothing first (each
-// line read for ownership from memory held a fill buffer the weight's stream needs; gemm_bf16_tiles ends with an
-// sfence). `bench-ops --rows 64 256 1024 --only gemm_bf16`, two threads, three alternating rounds: n = 64 2865-2913
+// Past 16 rows (as in the fp8 GEMM's runs; a decode step's few rows are read again at once), a pair of groups fills
+// a row's 64-byte line: it goes out by a non-temporal store, which reads nothing first (each line read for ownership
+// from memory held a fill buffer the weight's stream needs; gemm_bf16_tiles ends with an sfence). `bench-ops --rows 64 256 1024 --only gemm_bf16`, two threads, three alternating rounds: n = 64 2865-2913
 // -> 2548-2670 us, n = 256 5906-6402 -> 5772-5987, n = 1024 26.4-27.3 -> 22.7-23.0 ms (45% of the tile peak).
 template <int G, bool Two>
 void store_out(const DenseGemmTask& t, float (*c)[256], int64_t i0, int64_t g0) {
@@ -126,8 +126,8 @@ void store_out(const DenseGemmTask& t, float (*c)[256], int64_t i0, int64_t g0) 
     for (int i = 0; i < (Two ? 2 : 1); ++i) {
         const int64_t r0 = i0 + i * kTileRows;
         const int rows = t.n - r0 < kTileRows ? static_cast<int>(t.n - r0) : kTileRows;
-        if (G == 2 && t.rows - g0 * kTileRows >= 32 && (reinterpret_cast<uintptr_t>(out + g0 * kTileRows) & 63) == 0 &&
-            t.ldo % 32 == 0) {
+        if (Two && G == 2 && t.rows - g0 * kTileRows >= 32 &&
+            (reinterpret_cast<uintptr_t>(out + g0 * kTileRows) & 63) == 0 && t.ldo % 32 == 0) {
             for (int r = 0; r < rows; ++r) {
                 const __m256i lo = to_bf16(_mm512_load_ps(c[2 * i] + 16 * r));
                 const __m256i hi = to_bf16(_mm512_load_ps(c[2 * i + 1] + 16 * r));
