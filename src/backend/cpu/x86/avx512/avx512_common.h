@@ -26,6 +26,12 @@ inline __m256i to_bf16(__m512 v) {
 // A row of 16 output lanes (mask: the valid ones), rounded to bf16 or as fp32.
 inline void store_row(bf16* out, __mmask16 mask, __m512 v) { _mm256_mask_storeu_epi16(out, mask, to_bf16(v)); }
 inline void store_row(float* out, __mmask16 mask, __m512 v) { _mm512_mask_storeu_ps(out, mask, v); }
+// 32 fp32 sums (lo then hi) rounded to bf16 as one 64-byte line, stored non-temporally: out 64-byte aligned; no read
+// of the line first. The caller fences (sfence) before its results are handed over.
+inline void stream_line(bf16* out, __m512 lo, __m512 hi) {
+    _mm512_stream_si512(reinterpret_cast<__m512i*>(out),
+                        _mm512_inserti64x4(_mm512_castsi256_si512(to_bf16(lo)), to_bf16(hi), 1));
+}
 
 // bf16 -> fp32 (exact).
 inline __m512 from_bf16(__m256i v) { return _mm512_castsi512_ps(_mm512_slli_epi32(_mm512_cvtepu16_epi32(v), 16)); }

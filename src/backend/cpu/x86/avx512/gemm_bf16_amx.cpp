@@ -128,12 +128,9 @@ void store_out(const DenseGemmTask& t, float (*c)[256], int64_t i0, int64_t g0) 
         const int rows = t.n - r0 < kTileRows ? static_cast<int>(t.n - r0) : kTileRows;
         if (Two && G == 2 && t.rows - g0 * kTileRows >= 32 &&
             (reinterpret_cast<uintptr_t>(out + g0 * kTileRows) & 63) == 0 && t.ldo % 32 == 0) {
-            for (int r = 0; r < rows; ++r) {
-                const __m256i lo = to_bf16(_mm512_load_ps(c[2 * i] + 16 * r));
-                const __m256i hi = to_bf16(_mm512_load_ps(c[2 * i + 1] + 16 * r));
-                _mm512_stream_si512(reinterpret_cast<__m512i*>(out + (r0 + r) * t.ldo + g0 * kTileRows),
-                                    _mm512_inserti64x4(_mm512_castsi256_si512(lo), hi, 1));
-            }
+            for (int r = 0; r < rows; ++r)
+                stream_line(out + (r0 + r) * t.ldo + g0 * kTileRows, _mm512_load_ps(c[2 * i] + 16 * r),
+                            _mm512_load_ps(c[2 * i + 1] + 16 * r));
             continue;
         }
         for (int g = 0; g < G; ++g) {

@@ -382,10 +382,7 @@ void transpose_chunk(const float* w, int64_t k, int64_t valid, int64_t col0, int
 
 // 16 values of an activation row as fp32 (bf16 exactly so).
 inline __m512 load_row16(const float* x) { return _mm512_loadu_ps(x); }
-inline __m512 load_row16(const bf16* x) {
-    const __m256i h = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(x));
-    return _mm512_castsi512_ps(_mm512_slli_epi32(_mm512_cvtepu16_epi32(h), 16));
-}
+inline __m512 load_row16(const bf16* x) { return from_bf16(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(x))); }
 inline float to_f32(float v) { return v; }
 inline float to_f32(bf16 v) { return bf16_to_float(v); }
 

@@ -182,10 +182,8 @@ void store_scaled_back(const QuantGemmTask& t, const float (*c)[256], int G, int
         const __m512 scale = _mm512_set1_ps(-static_cast<float>(row_shift + pair_shift));
         const int64_t line = (i0 + r) * t.ldo + g0 * 16;
         if (whole_lines && (reinterpret_cast<uintptr_t>(t.out + line) & 63) == 0) {
-            const __m256i lo = to_bf16(_mm512_scalef_ps(_mm512_load_ps(c[0] + r * 16), scale));
-            const __m256i hi = to_bf16(_mm512_scalef_ps(_mm512_load_ps(c[1] + r * 16), scale));
-            _mm512_stream_si512(reinterpret_cast<__m512i*>(t.out + line),
-                                _mm512_inserti64x4(_mm512_castsi256_si512(lo), hi, 1));
+            stream_line(t.out + line, _mm512_scalef_ps(_mm512_load_ps(c[0] + r * 16), scale),
+                        _mm512_scalef_ps(_mm512_load_ps(c[1] + r * 16), scale));
             continue;
         }
         for (int g = 0; g < G; ++g) {
