@@ -26,6 +26,8 @@ CpuFeatures detect() {
     // family = base family + extended family when the base is 0xf (AMD's 17h Zen 1-2, 19h Zen 3-4, 1Ah Zen 5)
     const unsigned base_family = (eax >> 8) & 0xf;
     const unsigned family = base_family == 0xf ? base_family + ((eax >> 20) & 0xff) : base_family;
+    // model = base model + extended model << 4 where the base family is 6 or 0xf (Zen 1 / Zen+: 17h models < 30h)
+    const unsigned model = ((eax >> 4) & 0xf) | ((base_family == 0xf || base_family == 6) ? ((eax >> 12) & 0xf0) : 0);
     bool osxsave = ecx & (1u << 27);
     f.fma = ecx & (1u << 12);
     f.f16c = ecx & (1u << 29);
@@ -61,6 +63,9 @@ CpuFeatures detect() {
     if (__get_cpuid(0, &eax, &vendor[0], &vendor[2], &vendor[1])) {
         const bool amd = vendor[0] == 0x68747541u && vendor[1] == 0x69746e65u && vendor[2] == 0x444d4163u;  // AuthenticAMD
         f.zmm_half_rate = amd && family == 0x19 && f.avx512f;
+        // HygonGenuine: "Hygo" (ebx), "nGen" (edx), "uine" (ecx)
+        const bool hygon = vendor[0] == 0x6f677948u && vendor[1] == 0x6e65476eu && vendor[2] == 0x656e6975u;
+        f.ymm_half_rate = (amd && family == 0x17 && model < 0x30) || (hygon && family == 0x18);
     }
     return f;
 }
@@ -79,6 +84,17 @@ bool zmm_half_rate() {
         if (forced == "full") return false;
         if (!forced.empty()) log::warn("DEEPINFER_ZMM_RATE={} is not one of half|full; ignored", forced);
         return cpu_features().zmm_half_rate;
+    }();
+    return half;
+}
+
+bool ymm_half_rate() {
+    static const bool half = [] {
+        const std::string forced = env::forced_ymm_rate();
+        if (forced == "half") return true;
+        if (forced == "full") return false;
+        if (!forced.empty()) log::warn("DEEPINFER_YMM_RATE={} is not one of half|full; ignored", forced);
+        return cpu_features().ymm_half_rate;
     }();
     return half;
 }

@@ -18,6 +18,10 @@ struct CpuFeatures {
     // the CPUs the AVX-512 kernel table takes (bf16 and vbmi) only Zen 4 has it, so it also selects the plans
     // measured there (the fp8 GEMV's software prefetch).
     bool zmm_half_rate = false;
+    // 256-bit ops issued as two 128-bit halves (AMD family 17h models below 30h, Zen 1 and Zen+; Hygon's family 18h,
+    // Dhyana, built on Zen 1): each ymm op takes two of the four vector pipes' slots, integer multiplies have one
+    // pipe (shared with the FMAs) and shifts one, so the AVX2 table's decodes trade multiplies for shuffles there.
+    bool ymm_half_rate = false;
     // AMX tiles with bf16 dot products (Intel from Sapphire Rapids on), with the OS saving tile state (XCR0).
     bool amx_bf16 = false;
 };
@@ -25,6 +29,8 @@ struct CpuFeatures {
 const CpuFeatures& cpu_features();
 // cpu_features().zmm_half_rate unless DEEPINFER_ZMM_RATE (half|full) says otherwise.
 bool zmm_half_rate();
+// cpu_features().ymm_half_rate unless DEEPINFER_YMM_RATE (half|full) says otherwise.
+bool ymm_half_rate();
 // Whether the AVX-512 table's fp8 GEMM runs on AMX tiles: cpu_features().amx_bf16, the kernel's permission to
 // use tile data granted (arch_prctl, asked once here), and DEEPINFER_AMX not off. One answer for the whole process,
 // as the kernel must serve every row count (row invariance, docs/numerics.md).

@@ -22,6 +22,7 @@ std::string log_level() { return get("DEEPINFER_LOG_LEVEL"); }
 std::string forced_isa() { return get("DEEPINFER_ISA"); }
 
 std::string forced_zmm_rate() { return get("DEEPINFER_ZMM_RATE"); }
+std::string forced_ymm_rate() { return get("DEEPINFER_YMM_RATE"); }
 std::string forced_amx() { return get("DEEPINFER_AMX"); }
 std::string forced_avx_vnni() { return get("DEEPINFER_AVX_VNNI"); }
 

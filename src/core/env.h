@@ -14,6 +14,9 @@ std::string forced_isa();
 // DEEPINFER_ZMM_RATE (half|full): take 512-bit vector ops as run at half rate (two 256-bit halves, as on Zen 4)
 // or at full rate, whatever the CPU is (tests, benchmarks); empty when unset.
 std::string forced_zmm_rate();
+// DEEPINFER_YMM_RATE (half|full): take 256-bit vector ops as run at half rate (two 128-bit halves, as on Zen 1) or
+// not, whatever the CPU; tests force each (core/cpu_features.h ymm_half_rate).
+std::string forced_ymm_rate();
 // DEEPINFER_AMX (on|off): off keeps the AVX-512 table's fp8 GEMM off AMX tiles on a CPU that has them (tests,
 // benchmarks); empty when unset.
 std::string forced_amx();

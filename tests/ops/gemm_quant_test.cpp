@@ -158,6 +158,14 @@ TEST(GemmFp8, SmallShapes) {
     for (const Shape& s : kSmallShapes) run_fp8(s, seed++);
 }
 
+// The AVX2 one-row fp8 GEMV's decode follows DEEPINFER_YMM_RATE (the ctest variants ops.gemm_fp8_ymm_half / _full run
+// these tests under each), else the CPU: the two-halves decode on AMD family 17h below model 30h and Hygon 18h.
+TEST(GemmFp8, YmmRateFollowsTheSwitch) {
+    const std::string forced = env::forced_ymm_rate();
+    const bool expect = forced == "half" ? true : forced == "full" ? false : cpu_features().ymm_half_rate;
+    EXPECT_EQ(ymm_half_rate(), expect) << "DEEPINFER_YMM_RATE=" << forced;
+}
+
 // The AVX2 table's integer MXFP4 kernels take the form DEEPINFER_AVX_VNNI asks for where the CPU has it (the ctest
 // variants ops.gemm_fp4_avx_vnni_off / _evex_vnni run these tests under each), else the best it has: VEX-encoded
 // VNNI, then EVEX-encoded, then none.

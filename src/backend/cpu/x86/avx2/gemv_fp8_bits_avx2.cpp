@@ -22,6 +22,7 @@
 
 #include "backend/cpu/x86/avx2/fp4_chunk.h"
 #include "backend/cpu/x86/avx2/fp8_bits_chunk.h"
+#include "core/cpu_features.h"
 
 namespace deepinfer::backend::cpu::avx2 {
 namespace {
@@ -75,7 +76,8 @@ void lone_group(const QuantGemmTask& t, int64_t g0) {
 // chunk kept), so the accumulators stay in registers. Same chains, same bits as lone_group. (A lone pair ran
 // gemv_groups<2> before, which decodes a chunk's 16 columns first and kept 2 of its 4 sums on the stack: a store
 // and a reload per chunk.)
-template <int P>
+// Decode: Fp8BitsChunk, or Fp8BitsHalfRate where ymm ops issue as two halves (the same columns, bit for bit).
+template <int P, class Decode>
 void pairs(const QuantGemmTask& t, int64_t g0) {
     const int64_t kb_count = t.k / 32;
     const float* x = static_cast<const float*>(t.bits_acts);  // [k][8]
@@ -96,11 +98,11 @@ void pairs(const QuantGemmTask& t, int64_t g0) {
         for (int c = 0; c < Fp8BitsChunk::kChunks; ++c) {
             const float* xc = x + 8 * (kb * 32 + c * Fp8BitsChunk::kCols);
             const auto half = [&](const uint8_t* q, __m256& sum) __attribute__((always_inline)) {
-                const Fp8BitsChunk::Split s =
-                    Fp8BitsChunk::split(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(q)));
+                const typename Decode::Split s =
+                    Decode::split(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(q)));
 #pragma GCC unroll 4
                 for (int j = 0; j < 4; ++j)
-                    sum = _mm256_fmadd_ps(Fp8BitsChunk::column(s, j), _mm256_load_ps(xc + 8 * j), sum);
+                    sum = _mm256_fmadd_ps(Decode::column(s, j), _mm256_load_ps(xc + 8 * j), sum);
             };
             const uint8_t* pa = ca + kb * kBlockStride + c * kPieceStride;
             const uint8_t* pb = cb + kb * kBlockStride + c * kPieceStride;
@@ -138,17 +140,23 @@ void pairs(const QuantGemmTask& t, int64_t g0) {
     if constexpr (P == 2) scale_and_store<2>(t, g0 + 2, part_b, acc);
 }
 
-}  // namespace
-
 // Two pairs at a time, then a last pair, then a lone last group.
-void gemv_fp8_bits(const QuantGemmTask& t) {
+template <class Decode>
+void gemv_with(const QuantGemmTask& t) {
     int64_t g = 0;
-    for (; g + 4 <= t.groups; g += 4) pairs<2>(t, g);
+    for (; g + 4 <= t.groups; g += 4) pairs<2, Decode>(t, g);
     if (g + 2 <= t.groups) {
-        pairs<1>(t, g);
+        pairs<1, Decode>(t, g);
         g += 2;
     }
     if (g < t.groups) lone_group(t, g);
+}
+
+}  // namespace
+
+void gemv_fp8_bits(const QuantGemmTask& t) {
+    if (ymm_half_rate()) gemv_with<Fp8BitsHalfRate>(t);
+    else gemv_with<Fp8BitsChunk>(t);
 }
 
 }  // namespace deepinfer::backend::cpu::avx2
