@@ -75,8 +75,9 @@ struct Fp8BitsChunk {
 // codes keeps bit 15 and 4..10, and an unpack with zero moves each word to the top of its dword. 9 operations per half
 // chunk, none of them a multiply, against the form above's 9 with two. On Zen 1 (EPYC 7001, 2 vCPUs): a scratch
 // replica of the one-row GEMV's loop (registers only) 11.3 -> 10.5 core cycles per 32 codes; the GEMV streamed by two
-// threads (`bench-ops --rows 1 --only fp`, the two decodes alternating by DEEPINFER_YMM_RATE) 0.90-0.91x the time.
-struct Fp8BitsHalfRate {
+// threads (`bench-ops --rows 1 --only fp`, the two decodes alternating by DEEPINFER_YMM_RATE) 0.90-0.91x the time;
+// the 2-4-row stream (`--rows 2 4 --only fp8`) 0.90-0.93x at 2 rows, 0.87-0.96x at 4.
+struct Fp8BitsHalfRate : Fp8BitsChunk {
     struct Split {
         __m256i even, odd;  // words 0-3 | 4-7 of each lane: columns 0 | 2 (even), 1 | 3 (odd), masked
     };
@@ -88,6 +89,14 @@ struct Fp8BitsHalfRate {
     static inline __m256 column(const Split& s, int j) {
         const __m256i w = j % 2 ? s.odd : s.even, zero = _mm256_setzero_si256();
         return _mm256_castsi256_ps(j < 2 ? _mm256_unpacklo_epi16(zero, w) : _mm256_unpackhi_epi16(zero, w));
+    }
+    // as Fp8BitsChunk::decode (the 2-4-row stream of gemm_quant_avx2.cpp)
+    template <class F>
+    inline void decode(const uint8_t* p, const F& f) const {
+        const Split a = split(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(p)));
+        const Split b = split(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(p + 32)));
+#pragma GCC unroll 4
+        for (int j = 0; j < 4; ++j) f(j, column(a, j), column(b, j));
     }
 };
 

@@ -249,8 +249,10 @@ void gemm_fp8(const QuantGemmTask& t) {
     // sum is a multiple of 2^-120 at least, above fp32's subnormals). fp8_bits_acts checked that and scaled them,
     // once per thread and GEMM (t.bits_acts).
     const bool daz = (_mm_getcsr() & 0x0040u) != 0;
-    if (t.plain_codes && t.n <= kStreamRows && !daz && t.bits_acts)
-        run(t, Fp8BitsChunk{}, scales);
+    if (t.plain_codes && t.n <= kStreamRows && !daz && t.bits_acts) {
+        if (ymm_half_rate()) run(t, Fp8BitsHalfRate{}, scales);
+        else run(t, Fp8BitsChunk{}, scales);
+    }
     else if (t.plain_codes) run(t, Fp8Chunk<false>{}, scales);
     else run(t, Fp8Chunk<true>{}, scales);
 }
