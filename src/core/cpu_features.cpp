@@ -77,25 +77,27 @@ const CpuFeatures& cpu_features() {
     return features;
 }
 
+namespace {
+
+// A rate's switch `var` = half|full (value `forced`, empty when unset), else what the CPU has (`cpu_half`).
+bool rate_switch(const char* var, const std::string& forced, bool cpu_half) {
+    if (forced == "half") return true;
+    if (forced == "full") return false;
+    if (!forced.empty()) log::warn("{}={} is not one of half|full; ignored", var, forced);
+    return cpu_half;
+}
+
+}  // namespace
+
 bool zmm_half_rate() {
-    static const bool half = [] {
-        const std::string forced = env::forced_zmm_rate();
-        if (forced == "half") return true;
-        if (forced == "full") return false;
-        if (!forced.empty()) log::warn("DEEPINFER_ZMM_RATE={} is not one of half|full; ignored", forced);
-        return cpu_features().zmm_half_rate;
-    }();
+    static const bool half =
+        rate_switch("DEEPINFER_ZMM_RATE", env::forced_zmm_rate(), cpu_features().zmm_half_rate);
     return half;
 }
 
 bool ymm_half_rate() {
-    static const bool half = [] {
-        const std::string forced = env::forced_ymm_rate();
-        if (forced == "half") return true;
-        if (forced == "full") return false;
-        if (!forced.empty()) log::warn("DEEPINFER_YMM_RATE={} is not one of half|full; ignored", forced);
-        return cpu_features().ymm_half_rate;
-    }();
+    static const bool half =
+        rate_switch("DEEPINFER_YMM_RATE", env::forced_ymm_rate(), cpu_features().ymm_half_rate);
     return half;
 }
 

@@ -10,6 +10,17 @@
 
 namespace deepinfer::backend::cpu::avx2 {
 
+// f(j, rows 0-7, rows 8-15) for the 4 columns of the 64-byte chunk at p by the decode D (below: D::split of a half
+// chunk, D::column of the split), in column order; each column made just before its use, which keeps the registers
+// of a 3-4-row stream free (all 8 at once spilled there). The 2-4-row stream's decode (gemm_quant_avx2.cpp).
+template <class D, class F>
+inline void decode_columns(const uint8_t* p, const F& f) {
+    const typename D::Split a = D::split(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(p)));
+    const typename D::Split b = D::split(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(p + 32)));
+#pragma GCC unroll 4
+    for (int j = 0; j < 4; ++j) f(j, D::column(a, j), D::column(b, j));
+}
+
 // e4m3 -> fp32 by placing the code's bits, for weights without NaN codes (PackedWeight::plain_codes): the sign
 // at bit 31 and the 7 magnitude bits at 20..26 are the fp32 bits of value * 2^-120, subnormal codes included (as
 // fp32 subnormals, exactly; so not under DAZ). The activations come scaled by 2^119 (kActScale; 448 * 2^119 is
@@ -56,14 +67,9 @@ struct Fp8BitsChunk {
 #pragma GCC unroll 4
         for (int j = 0; j < 4; ++j) col[j] = column(s, j);
     }
-    // f(j, rows 0-7, rows 8-15) for the 4 columns of the 64-byte chunk at p, in column order; each column made
-    // just before its use, which keeps the registers of a 3-4-row stream free (all 8 at once spilled there).
     template <class F>
     inline void decode(const uint8_t* p, const F& f) const {
-        const Split a = split(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(p)));
-        const Split b = split(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(p + 32)));
-#pragma GCC unroll 4
-        for (int j = 0; j < 4; ++j) f(j, column(a, j), column(b, j));
+        decode_columns<Fp8BitsChunk>(p, f);
     }
 };
 
@@ -90,13 +96,9 @@ struct Fp8BitsHalfRate : Fp8BitsChunk {
         const __m256i w = j % 2 ? s.odd : s.even, zero = _mm256_setzero_si256();
         return _mm256_castsi256_ps(j < 2 ? _mm256_unpacklo_epi16(zero, w) : _mm256_unpackhi_epi16(zero, w));
     }
-    // as Fp8BitsChunk::decode (the 2-4-row stream of gemm_quant_avx2.cpp)
     template <class F>
     inline void decode(const uint8_t* p, const F& f) const {
-        const Split a = split(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(p)));
-        const Split b = split(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(p + 32)));
-#pragma GCC unroll 4
-        for (int j = 0; j < 4; ++j) f(j, column(a, j), column(b, j));
+        decode_columns<Fp8BitsHalfRate>(p, f);
     }
 };
 
