@@ -50,6 +50,7 @@ CpuFeatures detect() {
     // AMX-TILE (edx bit 24) and AMX-BF16 (bit 22), the tile configuration and data state enabled (XCR0 17, 18)
     f.amx_bf16 = (xcr0 & 0x60000) == 0x60000 && (edx & (1u << 24)) && (edx & (1u << 22));
     if (!f.fma) f.avx2 = false;
+    f.evex_vnni_native = f.avx512_vnni && f.avx512vl && f.avx512bw;
 #ifdef DEEPINFER_EMULATE_AVX512
     // the emulated build (backend/cpu/x86/avx512/emulated_avx512.h): the AVX-512 table runs on SIMDe wherever
     // AVX2 does
@@ -137,7 +138,7 @@ VnniEncoding avx2_vnni_encoding() {
     static const VnniEncoding encoding = [] {
         const CpuFeatures& f = cpu_features();
         // (the EVEX form's panel tile is on zmm: BW for its word shifts; each flag implies the OS saves the state)
-        const bool evex = f.avx512_vnni && f.avx512vl && f.avx512bw;
+        const bool evex = f.evex_vnni_native;
         const std::string forced = env::forced_avx_vnni();
         if (forced == "evex") {
             if (evex) return VnniEncoding::kEvex;

@@ -13,6 +13,9 @@ struct CpuFeatures {
     bool avx512f = false, avx512bw = false, avx512vl = false, avx512dq = false;
     bool avx512_bf16 = false, avx512_vnni = false, avx_vnni = false;
     bool avx512_vbmi = false;  // vpermi2b: the AVX-512 fp8 decode (backend/cpu/x86/avx512)
+    // AVX512-VNNI with VL and BW as the CPU itself has them, also in the emulated build (which sets the AVX-512 flags
+    // above wherever AVX2 runs): the AVX2 table's EvexVnni form issues real EVEX instructions (avx2_vnni_encoding).
+    bool evex_vnni_native = false;
     // 512-bit ops issued as two 256-bit halves (AMD family 19h, Zen 4): half the throughput of Zen 5 or Intel's
     // AVX-512 cores, so fewer independent dependency chains keep the units busy (the AVX-512 MXFP4 kernel). Among
     // the CPUs the AVX-512 kernel table takes (bf16 and vbmi) only Zen 4 has it, so it also selects the plans

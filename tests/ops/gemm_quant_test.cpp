@@ -171,7 +171,7 @@ TEST(GemmFp8, YmmRateFollowsTheSwitch) {
 // VNNI, then EVEX-encoded, then none.
 TEST(GemmFp4, VnniFormFollowsTheSwitch) {
     const CpuFeatures& f = cpu_features();
-    const bool evex = f.avx512_vnni && f.avx512vl && f.avx512bw;
+    const bool evex = f.evex_vnni_native;
     const std::string forced = env::forced_avx_vnni();
     VnniEncoding expect = f.avx_vnni ? VnniEncoding::kVex : evex ? VnniEncoding::kEvex : VnniEncoding::kNone;
     if (forced == "off") expect = VnniEncoding::kNone;
