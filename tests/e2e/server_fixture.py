@@ -18,6 +18,7 @@ import urllib.request
 BIN = os.environ.get("DEEPINFER_BIN", "build/release/tools/deepinfer")
 SANITIZER_REPORT = re.compile(r"WARNING: ThreadSanitizer|ERROR: AddressSanitizer|ERROR: LeakSanitizer|runtime error:")
 STARTUP_TIMEOUT = 300  # seconds; the first run generates the built-in checkpoint
+CLIENT_IDLE_EXPIRY = 1.0  # seconds an idle pooled client connection is kept; the server keeps it 5 (client())
 
 
 class ServerProcess:
@@ -68,10 +69,26 @@ class ServerProcess:
         return f"http://127.0.0.1:{self.port}"
 
     def client(self, **kwargs):
+        """The official OpenAI client, without retries (so that every error reaches the test) and with idle pooled
+        connections dropped after CLIENT_IDLE_EXPIRY seconds, well before the server closes them."""
         import openai
         kwargs.setdefault("api_key", "unused")
         kwargs.setdefault("max_retries", 0)
         kwargs.setdefault("timeout", 120)
+        if "http_client" not in kwargs:
+            # Why: the client's transport (httpx) keeps an idle connection for 5 s, the server's keep-alive timeout
+            # (ServerConfig::keep_alive_seconds) is 5 s as well, and the client's clock starts when it has read the
+            # response, after the server's. A request sent ~5 s after the last one on a connection can meet the
+            # server's close in flight: "Server disconnected without sending a response" (HTTP/1.1's keep-alive
+            # race, RFC 9112 section 9.3.1). Clients retry such requests (the OpenAI client twice by default);
+            # these tests run without retries, so their client lets go first. Seen once, under load, in
+            # test_server_api's 70,000-token request, which takes the client ~2 s to build.
+            limits = openai.DEFAULT_CONNECTION_LIMITS  # httpx.Limits or httpx2.Limits, as this openai uses
+            uses_httpx2 = type(limits).__module__.startswith("httpx2")
+            make = openai.DefaultHttpx2Client if uses_httpx2 else openai.DefaultHttpxClient
+            kwargs["http_client"] = make(limits=type(limits)(max_connections=limits.max_connections,
+                                                             max_keepalive_connections=limits.max_keepalive_connections,
+                                                             keepalive_expiry=CLIENT_IDLE_EXPIRY))
         return openai.OpenAI(base_url=self.url + "/v1", **kwargs)
 
     def request(self, method, path, body=None, headers=None, timeout=60):
