@@ -62,11 +62,6 @@ struct Fp8BitsChunk {
         const __m256i v = j % 2 ? s.odd : s.even;
         return _mm256_castsi256_ps(_mm256_and_si256(j < 2 ? _mm256_slli_epi32(v, 16) : v, keep));
     }
-    static inline void decode_half(__m256i v, __m256 (&col)[4]) {
-        const Split s = split(v);
-#pragma GCC unroll 4
-        for (int j = 0; j < 4; ++j) col[j] = column(s, j);
-    }
     template <class F>
     inline void decode(const uint8_t* p, const F& f) const {
         decode_columns<Fp8BitsChunk>(p, f);
@@ -83,7 +78,7 @@ struct Fp8BitsChunk {
 // replica of the one-row GEMV's loop (registers only) 11.3 -> 10.5 core cycles per 32 codes; the GEMV streamed by two
 // threads (`bench-ops --rows 1 --only fp`, the two decodes alternating by DEEPINFER_YMM_RATE) 0.90-0.91x the time;
 // the 2-4-row stream (`--rows 2 4 --only fp8`) 0.90-0.93x at 2 rows, 0.87-0.96x at 4.
-struct Fp8BitsHalfRate : Fp8BitsChunk {
+struct Fp8BitsHalfRate : Fp8BitsChunk {  // the layout's constants; its own split, column and decode
     struct Split {
         __m256i even, odd;  // words 0-3 | 4-7 of each lane: columns 0 | 2 (even), 1 | 3 (odd), masked
     };

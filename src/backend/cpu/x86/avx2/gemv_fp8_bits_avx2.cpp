@@ -37,7 +37,9 @@ void scale_and_store(const QuantGemmTask& t, int64_t g0, const float* part, floa
                                 });
 }
 
-// One row against a lone last group g0 (packing.h: a group without its pair). Same chains, same bits as pairs.
+// One row against a lone last group g0 (packing.h: a group without its pair), by the pairs' decode. Same chains, same
+// bits as pairs.
+template <class Decode>
 void lone_group(const QuantGemmTask& t, int64_t g0) {
     const int64_t kb_count = t.k / 32;
     const float* x = static_cast<const float*>(t.bits_acts);  // [k][8]
@@ -52,16 +54,12 @@ void lone_group(const QuantGemmTask& t, int64_t g0) {
         for (int c = 0; c < Fp8BitsChunk::kChunks; ++c) {
             const uint8_t* piece = block + c * kPackedChunkBytes;
             _mm_prefetch(reinterpret_cast<const char*>(piece + kPrefetchBytes), _MM_HINT_T0);
-            __m256 lo[4], hi[4];  // columns of rows 0-7, 8-15
-            Fp8BitsChunk::decode_half(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(piece)), lo);
-            Fp8BitsChunk::decode_half(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(piece + 32)), hi);
             const float* xc = x + 8 * (kb * 32 + c * Fp8BitsChunk::kCols);
-#pragma GCC unroll 4
-            for (int j = 0; j < 4; ++j) {
+            decode_columns<Decode>(piece, [&](int j, __m256 lo, __m256 hi) __attribute__((always_inline)) {
                 const __m256 xj = _mm256_load_ps(xc + 8 * j);
-                p0 = _mm256_fmadd_ps(lo[j], xj, p0);
-                p1 = _mm256_fmadd_ps(hi[j], xj, p1);
-            }
+                p0 = _mm256_fmadd_ps(lo, xj, p0);
+                p1 = _mm256_fmadd_ps(hi, xj, p1);
+            });
         }
         _mm256_store_ps(part + kb * 16, p0);
         _mm256_store_ps(part + kb * 16 + 8, p1);
@@ -149,7 +147,7 @@ void gemv_with(const QuantGemmTask& t) {
         pairs<1, Decode>(t, g);
         g += 2;
     }
-    if (g < t.groups) lone_group(t, g);
+    if (g < t.groups) lone_group<Decode>(t, g);
 }
 
 }  // namespace
