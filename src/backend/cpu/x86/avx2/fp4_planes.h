@@ -34,6 +34,20 @@ __attribute__((always_inline)) inline __m256i plane_sums(const PieceWeights& w, 
     return _mm256_add_epi16(_mm256_maddubs_epi16(w.w0, p0), _mm256_maddubs_epi16(w.w1, p1));
 }
 
+// The plain form's products of one piece position in two chunks (their weights a and b, their plane dwords broadcast
+// at planes[0..3] and planes[4..7]: lo0, lo1, hi0, hi1), lo plane + 256 x hi plane, added to the int32 sum. The two
+// chunks' plane sums are added in int16 before one vpmaddwd each widens them: four vpmaddubsw lanes of at most
+// 2 * 24 * 128 = 6144 stay below 2^15 (GemmFp4.PlaneSumsAtTheirBound), and a piece takes 5 integer multiplies, not
+// 6. Why: Zen 1 runs them on one pipe at two cycles a ymm, the bound of these loops there (forty-eighth session,
+// docs/PERFORMANCE.md); the planes come from memory because 8 broadcasts held in registers spilled the sums.
+__attribute__((always_inline)) inline __m256i chunk_pair_sums(const PieceWeights& a, const PieceWeights& b,
+                                                             const __m256i* planes, __m256i sum) {
+    const __m256i s_lo = _mm256_add_epi16(plane_sums(a, planes[0], planes[1]), plane_sums(b, planes[4], planes[5]));
+    const __m256i s_hi = _mm256_add_epi16(plane_sums(a, planes[2], planes[3]), plane_sums(b, planes[6], planes[7]));
+    return _mm256_add_epi32(sum, _mm256_add_epi32(_mm256_madd_epi16(s_lo, _mm256_set1_epi16(1)),
+                                                  _mm256_madd_epi16(s_hi, _mm256_set1_epi16(256))));
+}
+
 // A block the integer form does not cover, as the fp32 kernel computes it for one row (gemm_quant_avx2.cpp
 // stream_rows<1, G>): FMAs in column order. Out of line: inlined, its constants held registers through the
 // block loop and the integer loop's sums went to the stack.

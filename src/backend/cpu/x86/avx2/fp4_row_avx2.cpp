@@ -159,17 +159,18 @@ void broadcast_planes(int64_t kb_count, uint8_t* out) {
 }  // namespace
 
 // What the AVX2 MXFP4 GEMM of n rows reads (gemm_quant_avx2.cpp gemm_fp4): the panel GEMM's words where it runs
-// (fp4_panel_rows: 5+ rows, 3+ in the EvexVnni form); else for 1 row the GEMV's planes, for 2 (3-4 with AVX-VNNI)
-// the planes and their broadcast dwords (gemm_fp4_few_rows_avx2.cpp), for 3-4 without it nothing (the fp32 kernel).
+// (fp4_panel_rows: 5+ rows, 3+ in the EvexVnni form); else the planes and their broadcast dwords for 1-2 rows
+// (gemv_fp4_int_avx2.cpp, gemm_fp4_few_rows_avx2.cpp; 3-4 too with AVX-VNNI, whose GEMV broadcasts in registers and
+// takes the planes alone), for 3-4 without it nothing (the fp32 kernel).
 int64_t fp4_row_bytes(int64_t k, int64_t n) {
     if (fp4_panel_rows(n)) return fp4_panel_row(k / 32).bytes;
-    if (n == 1) return fp4_row_layout(k / 32).bytes;
-    return n == 2 || avx_vnni_enabled() ? fp4_rows_bytes(k / 32) : 0;
+    if (n == 1 && avx_vnni_enabled()) return fp4_row_layout(k / 32).bytes;
+    return n <= 2 || avx_vnni_enabled() ? fp4_rows_bytes(k / 32) : 0;
 }
 void prep_fp4_row(const uint8_t* codes, int64_t k, int64_t n, uint8_t* out) {
     if (fp4_panel_rows(n)) return prep_row<true>(codes, k, out);
     prep_row<false>(codes, k, out);
-    if (n >= 2) broadcast_planes(k / 32, out);
+    if (n >= 2 || !avx_vnni_enabled()) broadcast_planes(k / 32, out);
 }
 int64_t plane_row_bytes(int64_t k, int64_t) { return fp4_row_layout(k / 32).bytes; }
 void prep_plane_row(const uint8_t* codes, int64_t k, int64_t, uint8_t* out) { prep_row<false>(codes, k, out); }

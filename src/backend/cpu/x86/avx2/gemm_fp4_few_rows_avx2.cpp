@@ -6,15 +6,16 @@
 // fifth of the routed experts get two), and there the fp32 kernel took ~1.25x this one's time on Zen 3 (kernel
 // calls on an L2-resident 256 x 2304 weight, 3 alternating series: min 12.9 -> 10.1, median 15.9 -> 13.9 TSC
 // cycles per 64 B of codes and row; streamed by two threads, the expert w1 / w2 of 2 rows 0.80-0.85 of the
-// time). Not 3-4 rows in the plain AVX2 form: per row this loop costs about the one-row GEMV's (its 6 integer
-// multiplies per 64 weights and row stay; the decode it shares is the small part), and the fp32 kernel, whose
-// decode is the large part, shares it over more rows -- at 3-4 rows the two took the same time per row or the
+// time). Not 3-4 rows in the plain AVX2 form: per row this loop costs about the one-row GEMV's (its integer
+// multiplies per 64 weights and row stay, 6 then and 5 now; the decode it shares is the small part), and the fp32
+// kernel, whose decode is the large part, shares it over more rows -- at 3-4 rows the two took the same time per row or the
 // fp32 kernel less (as did int16 weights against vpmaddwd, a scratch variant: 4 multiplies but 12 decode ops a
 // piece). With AVX-VNNI (fp4_chunk.h AvxVnni) a row's products of a piece are 4 vpdpbusd, a plane's sum each, the high
 // plane's shifted in once per piece and block: then 3-4 rows run here too (fp4_row_bytes).
 //
 // The loop: a block's pieces (32 bytes: 8 weight rows x 8 columns) one after the other, each through the
-// block's 4 chunks with one int32 sum a row (two with VNNI); the activation planes come broadcast in the rows
+// block's 4 chunks with one int32 sum a row (two with VNNI; in the plain form two chunks' plane sums are added in
+// int16 first, fp4_planes.h chunk_pair_sums); the activation planes come broadcast in the rows
 // already (fp4_planes.h), so each multiply reads its dword vector from memory instead of a broadcast per dword and
 // row.
 #include <immintrin.h>
@@ -42,7 +43,7 @@ void rows_groups(const QuantGemmTask& t, int64_t g0) {
     const auto row = [&](int r) { return t.fp4_row + r * row_bytes; };
     const __m256i lut =
         _mm256_broadcastsi128_si256(_mm_load_si128(reinterpret_cast<const __m128i*>(tables::kE2M1Biased.v)));
-    const __m256i nib = _mm256_set1_epi8(0x0f), ones = _mm256_set1_epi16(1), times256 = _mm256_set1_epi16(256);
+    const __m256i nib = _mm256_set1_epi8(0x0f);
     for (int64_t kb = 0; kb < kb_count; ++kb) {
         const uint8_t* block = codes + kb * kBlockStride;
 #pragma GCC unroll 8
@@ -59,27 +60,28 @@ void rows_groups(const QuantGemmTask& t, int64_t g0) {
                 high[r] = _mm256_setzero_si256();
             }
             const uint8_t* piece = block + (p / 2) * kPackedChunkBytes + (p % 2) * 32;
+            // row r's plane dwords [chunk c][lo0, lo1, hi0, hi1] of this block
+            const auto planes = [&](int r) {
+                return reinterpret_cast<const __m256i*>(row(r) + fp4_broadcast_offset(kb_count)) + kb * 16;
+            };
+            if constexpr (Form::kVnni) {
 #pragma GCC unroll 4
-            for (int c = 0; c < Fp4Chunk::kChunks; ++c) {
-                const PieceWeights w = piece_weights(piece + c * kChunkStride, lut, nib);
+                for (int c = 0; c < Fp4Chunk::kChunks; ++c) {
+                    const PieceWeights w = piece_weights(piece + c * kChunkStride, lut, nib);
 #pragma GCC unroll 4
-                for (int r = 0; r < R; ++r) {
-                    // [lo0, lo1, hi0, hi1] of chunk c
-                    const auto* planes =
-                        reinterpret_cast<const __m256i*>(row(r) + fp4_broadcast_offset(kb_count)) + (kb * 4 + c) * 4;
-                    if constexpr (Form::kVnni) {
-                        s[r] = dpbusd<Form>(
-                            dpbusd<Form>(s[r], w.w0, _mm256_load_si256(planes)), w.w1,
-                            _mm256_load_si256(planes + 1));
-                        high[r] = dpbusd<Form>(
-                            dpbusd<Form>(high[r], w.w0, _mm256_load_si256(planes + 2)), w.w1,
-                            _mm256_load_si256(planes + 3));
-                        continue;
+                    for (int r = 0; r < R; ++r) {
+                        const __m256i* pc = planes(r) + 4 * c;
+                        s[r] = dpbusd<Form>(dpbusd<Form>(s[r], w.w0, pc[0]), w.w1, pc[1]);
+                        high[r] = dpbusd<Form>(dpbusd<Form>(high[r], w.w0, pc[2]), w.w1, pc[3]);
                     }
-                    const __m256i s_lo = plane_sums(w, _mm256_load_si256(planes), _mm256_load_si256(planes + 1));
-                    const __m256i s_hi = plane_sums(w, _mm256_load_si256(planes + 2), _mm256_load_si256(planes + 3));
-                    s[r] = _mm256_add_epi32(
-                        s[r], _mm256_add_epi32(_mm256_madd_epi16(s_lo, ones), _mm256_madd_epi16(s_hi, times256)));
+                }
+            } else {
+#pragma GCC unroll 2
+                for (int c = 0; c < Fp4Chunk::kChunks; c += 2) {
+                    const PieceWeights a = piece_weights(piece + c * kChunkStride, lut, nib);
+                    const PieceWeights b = piece_weights(piece + (c + 1) * kChunkStride, lut, nib);
+#pragma GCC unroll 4
+                    for (int r = 0; r < R; ++r) s[r] = chunk_pair_sums(a, b, planes(r) + 4 * c, s[r]);
                 }
             }
 #pragma GCC unroll 4

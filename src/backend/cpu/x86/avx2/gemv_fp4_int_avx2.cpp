@@ -16,9 +16,11 @@
 // same scaling, so a row gives the same bits alone (here) as in a batch: row invariance,
 // tests/ops/row_invariance_test.cpp.
 //
-// With AVX-VNNI (fp4_chunk.h AvxVnni), each plane's products of a piece go into an int32 sum of that plane with two
-// vpdpbusd, and the high plane's sum is shifted in once per block: 4 instructions per piece where the plain form
-// takes 10 (4 vpmaddubsw, 2 vpaddw, 2 vpmaddwd, 2 vpaddd), the same integer sums.
+// The plain form takes a piece position (8 rows) through the block's 4 chunks, two chunks' plane sums added in int16
+// before they are widened (fp4_planes.h chunk_pair_sums): 9 instructions per piece for the products (4 vpmaddubsw,
+// 3 vpaddw, 1 vpmaddwd, 1 vpaddd), the activation planes read broadcast from the row. With AVX-VNNI (fp4_chunk.h
+// AvxVnni), each plane's products of a piece go into an int32 sum of that plane with two vpdpbusd, and the high
+// plane's sum is shifted in once per block: 4 instructions per piece, the same integer sums.
 #include <immintrin.h>
 
 #include <bit>
@@ -49,9 +51,8 @@ void gemv_groups(const QuantGemmTask& t, int64_t g0) {
     float* part = t.scratch + 16 * 2;  // [kb][G][16]: the block partials
     const __m256i lut =
         _mm256_broadcastsi128_si256(_mm_load_si128(reinterpret_cast<const __m128i*>(tables::kE2M1Biased.v)));
-    const __m256i nib = _mm256_set1_epi8(0x0f), ones = _mm256_set1_epi16(1);
+    const __m256i nib = _mm256_set1_epi8(0x0f);
     const __m256 f = _mm256_set1_ps(Fp4Chunk::kValueScale);
-    const __m256i times256 = _mm256_set1_epi16(256);
     // Software prefetch along the pair's stream: the plain form's into L1 (kPrefetchBytes, measured on Zen 3); the
     // VNNI form's 6 KB ahead into L2, as the AVX-512 GEMV's away from Zen 4 -- on Zen 5, streamed MoE of 6 experts
     // (`bench-ops --isa avx2 --no-hugepages --rows 1 4 --only moe`, alternating) at 83 GB/s 766-791 / 3105-3168 us
@@ -62,57 +63,72 @@ void gemv_groups(const QuantGemmTask& t, int64_t g0) {
         const uint8_t* block = codes + kb * kBlockStride;
         __m256 p[G][2];  // [group][rows 0-7, 8-15]: the block partials
         if (exact[kb] & kFp4PlanesExact) {
-            const auto* planes = reinterpret_cast<const int32_t*>(row + 64 * kb);
-            // int32 sums [group][half: rows 0-7, 8-15] of lo plane + 256 x hi plane (vpmaddwd by 256: the integer
-            // lo + (hi << 8) exactly). Each chunk's 4 plane dwords are broadcast once for all 2 G of its 32-byte
-            // pieces: broadcast per piece they cost a quarter of a scratch replica of this loop on Zen 3 (8 TSC
-            // cycles per 64-byte chunk with the activations in registers, 10 with the broadcasts); the kernel in
-            // cache went 10.0 -> 10.7 and 11.3 -> 11.9 GB/s per core (medians of 7 alternating runs)
-            // The sums [group][half] are named, not an array: the unroll pragmas act after GCC's scalar
-            // replacement, and an array indexed by an unrolled loop stayed on the stack (a load and a store per
-            // piece); with the fp32 block out of line too, an in-process A/B on Zen 3 (the two builds alternating,
-            // L2-resident and streamed weights) put this loop at 0.93-0.97 of the former's time.
-            __m256i s00 = _mm256_set1_epi32(base[kb]), s01 = s00, s10 = s00, s11 = s00;
-            __m256i h00 = _mm256_setzero_si256(), h01 = h00, h10 = h00, h11 = h00;  // AvxVnni: the high plane's
+            if constexpr (Form::kVnni) {
+                const auto* planes = reinterpret_cast<const int32_t*>(row + 64 * kb);
+                // int32 sums [group][half: rows 0-7, 8-15] of each plane, the high one shifted in at the end. Each
+                // chunk's 4 plane dwords are broadcast once for all 2 G of its 32-byte pieces (on Zen 3, broadcast
+                // per piece they cost a quarter of a scratch replica of the plain form's loop). The sums are named,
+                // not an array: the unroll pragmas act after GCC's scalar replacement, and an array indexed by an
+                // unrolled loop stayed on the stack.
+                __m256i s00 = _mm256_set1_epi32(base[kb]), s01 = s00, s10 = s00, s11 = s00;
+                __m256i h00 = _mm256_setzero_si256(), h01 = h00, h10 = h00, h11 = h00;
 #pragma GCC unroll 1
-            for (int c = 0; c < Fp4Chunk::kChunks; ++c) {
-                // the chunk's 8 columns against 8 plane bytes: 4 columns {0,4,1,5} (low nibbles), 4 {2,6,3,7}
-                const __m256i lo0 = _mm256_set1_epi32(planes[2 * c]), lo1 = _mm256_set1_epi32(planes[2 * c + 1]);
-                const __m256i hi0 = _mm256_set1_epi32(planes[8 + 2 * c]), hi1 = _mm256_set1_epi32(planes[9 + 2 * c]);
-                const auto half = [&](const uint8_t* q, __m256i& sum, __m256i& high) __attribute__((always_inline)) {
-                    const PieceWeights w = piece_weights(q, lut, nib);
-                    if constexpr (Form::kVnni) {
+                for (int c = 0; c < Fp4Chunk::kChunks; ++c) {
+                    // the chunk's 8 columns against 8 plane bytes: 4 columns {0,4,1,5} (low nibbles), 4 {2,6,3,7}
+                    const __m256i lo0 = _mm256_set1_epi32(planes[2 * c]), lo1 = _mm256_set1_epi32(planes[2 * c + 1]);
+                    const __m256i hi0 = _mm256_set1_epi32(planes[8 + 2 * c]);
+                    const __m256i hi1 = _mm256_set1_epi32(planes[9 + 2 * c]);
+                    const auto half = [&](const uint8_t* q, __m256i& sum, __m256i& high)
+                                          __attribute__((always_inline)) {
+                        const PieceWeights w = piece_weights(q, lut, nib);
                         sum = dpbusd<Form>(dpbusd<Form>(sum, w.w0, lo0), w.w1, lo1);
                         high = dpbusd<Form>(dpbusd<Form>(high, w.w0, hi0), w.w1, hi1);
-                    } else {
-                        const __m256i s_lo = plane_sums(w, lo0, lo1), s_hi = plane_sums(w, hi0, hi1);
-                        sum = _mm256_add_epi32(
-                            sum, _mm256_add_epi32(_mm256_madd_epi16(s_lo, ones), _mm256_madd_epi16(s_hi, times256)));
+                    };
+                    const uint8_t* piece = block + c * kPieceStride;
+                    _mm_prefetch(reinterpret_cast<const char*>(piece + kAhead), kHint);
+                    half(piece, s00, h00);
+                    half(piece + 32, s01, h01);
+                    if constexpr (G == 2) {
+                        const uint8_t* second = piece + kPackedChunkBytes;
+                        _mm_prefetch(reinterpret_cast<const char*>(second + kAhead), kHint);
+                        half(second, s10, h10);
+                        half(second + 32, s11, h11);
                     }
-                };
-                const uint8_t* piece = block + c * kPieceStride;
-                _mm_prefetch(reinterpret_cast<const char*>(piece + kAhead), kHint);
-                half(piece, s00, h00);
-                half(piece + 32, s01, h01);
-                if constexpr (G == 2) {
-                    const uint8_t* second = piece + kPackedChunkBytes;
-                    _mm_prefetch(reinterpret_cast<const char*>(second + kAhead), kHint);
-                    half(second, s10, h10);
-                    half(second + 32, s11, h11);
                 }
-            }
-            if constexpr (Form::kVnni) {  // lo + 256 x hi, as the plain form's vpmaddwd by 256
+                // lo + 256 x hi, as the plain form's vpmaddwd by 256
                 s00 = _mm256_add_epi32(s00, _mm256_slli_epi32(h00, 8));
                 s01 = _mm256_add_epi32(s01, _mm256_slli_epi32(h01, 8));
                 s10 = _mm256_add_epi32(s10, _mm256_slli_epi32(h10, 8));
                 s11 = _mm256_add_epi32(s11, _mm256_slli_epi32(h11, 8));
-            }
-            const __m256 u = _mm256_set1_ps(unit[kb]);
-            p[0][0] = _mm256_mul_ps(_mm256_cvtepi32_ps(s00), u);
-            p[0][1] = _mm256_mul_ps(_mm256_cvtepi32_ps(s01), u);
-            if constexpr (G == 2) {
-                p[G - 1][0] = _mm256_mul_ps(_mm256_cvtepi32_ps(s10), u);
-                p[G - 1][1] = _mm256_mul_ps(_mm256_cvtepi32_ps(s11), u);
+                const __m256 u = _mm256_set1_ps(unit[kb]);
+                p[0][0] = _mm256_mul_ps(_mm256_cvtepi32_ps(s00), u);
+                p[0][1] = _mm256_mul_ps(_mm256_cvtepi32_ps(s01), u);
+                if constexpr (G == 2) {
+                    p[G - 1][0] = _mm256_mul_ps(_mm256_cvtepi32_ps(s10), u);
+                    p[G - 1][1] = _mm256_mul_ps(_mm256_cvtepi32_ps(s11), u);
+                }
+            } else {
+                // piece position i (group i / 2, rows 0-7 if i is even, else 8-15) through the 4 chunks, a pair at a
+                // time; the plane dwords come broadcast in the row (fp4_row_bytes), [chunk][lo0, lo1, hi0, hi1]
+                const auto* planes = reinterpret_cast<const __m256i*>(row + fp4_broadcast_offset(kb_count)) + kb * 16;
+#pragma GCC unroll 8
+                for (int64_t b = 0; b < kBlockStride; b += 64)
+                    _mm_prefetch(reinterpret_cast<const char*>(block + kAhead + b), kHint);
+                const __m256i start = _mm256_set1_epi32(base[kb]);
+                __m256i sums[2 * G];
+#pragma GCC unroll 4
+                for (int i = 0; i < 2 * G; ++i) {
+                    const uint8_t* q = block + (i / 2) * kPackedChunkBytes + (i % 2) * 32;  // chunk 0's piece
+                    sums[i] = start;
+#pragma GCC unroll 2
+                    for (int c = 0; c < Fp4Chunk::kChunks; c += 2)
+                        sums[i] = chunk_pair_sums(piece_weights(q + c * kPieceStride, lut, nib),
+                                                  piece_weights(q + (c + 1) * kPieceStride, lut, nib), planes + 4 * c,
+                                                  sums[i]);
+                }
+                const __m256 u = _mm256_set1_ps(unit[kb]);
+#pragma GCC unroll 4
+                for (int i = 0; i < 2 * G; ++i) p[i / 2][i % 2] = _mm256_mul_ps(_mm256_cvtepi32_ps(sums[i]), u);
             }
         } else if (exact[kb] & kFp4SumsExact) {
             const auto* top = reinterpret_cast<const int32_t*>(row + layout.top + 32 * kb);
