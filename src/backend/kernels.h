@@ -30,15 +30,19 @@ struct PackedWeight {
     // Where prepare_* puts the packed bytes: an arena shared with the model's other weights (streamed through
     // huge pages end to end, core/weight_arena.h) when set, else a buffer of this weight's own.
     WeightArena* arena = nullptr;
-    uint8_t* data = nullptr;  // [size] bytes (packing.h)
+    uint8_t* data = nullptr;  // [size] bytes (packing.h), kLeadBytes readable bytes before them
     size_t size = 0;
     AlignedBuffer own;
+    // Why a lead: the AVX2 fp8 decode of CPUs that issue ymm operations as two halves loads each 32 bytes of
+    // codes one byte early too (backend/cpu/x86/avx2/fp8_bits_chunk.h Fp8BitsHalfRate), so the byte before a
+    // packed stream must be mapped; 64 keeps the data 64-byte aligned.
+    static constexpr size_t kLeadBytes = 64;
     uint8_t* allocate(size_t bytes) {
         if (arena) {
-            data = arena->allocate(bytes);
+            data = arena->allocate(kLeadBytes + bytes) + kLeadBytes;
         } else {
-            own.allocate(bytes);
-            data = own.data();
+            own.allocate(kLeadBytes + bytes);
+            data = own.data() + kLeadBytes;
         }
         size = bytes;
         return data;

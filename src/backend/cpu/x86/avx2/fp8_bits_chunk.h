@@ -15,8 +15,8 @@ namespace deepinfer::backend::cpu::avx2 {
 // of a 3-4-row stream free (all 8 at once spilled there). The 2-4-row stream's decode (gemm_quant_avx2.cpp).
 template <class D, class F>
 inline void decode_columns(const uint8_t* p, const F& f) {
-    const typename D::Split a = D::split(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(p)));
-    const typename D::Split b = D::split(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(p + 32)));
+    const typename D::Split a = D::split(p);
+    const typename D::Split b = D::split(p + 32);
 #pragma GCC unroll 4
     for (int j = 0; j < 4; ++j) f(j, D::column(a, j), D::column(b, j));
 }
@@ -50,7 +50,8 @@ struct Fp8BitsChunk {
     struct Split {
         __m256i odd, even;  // columns 1 (low words), 3 (high) | 0, 2, each code at bits 4..11 of its word
     };
-    static inline Split split(__m256i v) {
+    static inline Split split(const uint8_t* q) {  // the half chunk at q
+        const __m256i v = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(q));
         const __m256i rows = _mm256_setr_epi8(0, 1, 8, 9, 2, 3, 10, 11, 4, 5, 12, 13, 6, 7, 14, 15, 0, 1, 8, 9, 2, 3,
                                               10, 11, 4, 5, 12, 13, 6, 7, 14, 15);
         const __m256i r = _mm256_shuffle_epi8(v, rows);
@@ -72,20 +73,24 @@ struct Fp8BitsChunk {
 // Hygon Dhyana: core/cpu_features.h ymm_half_rate): there vpmaddubsw runs on one pipe, shared with the FMAs, at one
 // ymm per two cycles, and the FMAs leave room for about one other ymm operation a cycle. Here each code's word comes
 // from a 16-bit arithmetic shift of the word whose top byte it is -- the odd bytes (columns 1, 3) in place, the even
-// ones (columns 0, 2) after a one-byte shift left -- so that the shift copies its sign above it; one mask per 16
-// codes keeps bit 15 and 4..10, and an unpack with zero moves each word to the top of its dword. 9 operations per half
-// chunk, none of them a multiply, against the form above's 9 with two. On Zen 1 (EPYC 7001, 2 vCPUs): a scratch
-// replica of the one-row GEMV's loop (registers only) 11.3 -> 10.5 core cycles per 32 codes; the GEMV streamed by two
-// threads (`bench-ops --rows 1 --only fp`, the two decodes alternating by DEEPINFER_YMM_RATE) 0.90-0.91x the time;
-// the 2-4-row stream (`--rows 2 4 --only fp8`) 0.90-0.93x at 2 rows, 0.87-0.96x at 4.
+// ones (columns 0, 2) from a second load one byte earlier -- so that the shift copies its sign above it; one mask per
+// 16 codes keeps bit 15 and 4..10 (the low byte, whatever it held, is dropped), and an unpack with zero moves each
+// word to the top of its dword. 8 vector operations per half chunk, none of them a multiply, against the form above's
+// 9 with two. On Zen 1 (EPYC 7001, 2 vCPUs): a scratch replica of the one-row GEMV's loop (registers only) 11.3 ->
+// 10.5 core cycles per 32 codes; the GEMV streamed by two threads (`bench-ops --rows 1 --only fp`, the two decodes
+// alternating by DEEPINFER_YMM_RATE) 0.90-0.91x the time; the 2-4-row stream (`--rows 2 4 --only fp8`) 0.90-0.93x
+// at 2 rows, 0.87-0.96x at 4. The early load replaced a one-byte shift (`vpslldq`) on the shuffle pipes, which
+// the loads leave alone: streamed, wq_b / wo_b at one row 0.94-0.95x / 0.84-0.92x the time (forty-eighth session);
+// it reads the byte before a packed stream, which PackedWeight::kLeadBytes keeps mapped.
 struct Fp8BitsHalfRate : Fp8BitsChunk {  // the layout's constants; its own split, column and decode
     struct Split {
         __m256i even, odd;  // words 0-3 | 4-7 of each lane: columns 0 | 2 (even), 1 | 3 (odd), masked
     };
-    static inline Split split(__m256i v) {
+    static inline Split split(const uint8_t* q) {  // the half chunk at q, and the 32 bytes from q - 1
         const __m256i keep = _mm256_set1_epi16(static_cast<short>(0x87f0));
-        return {_mm256_and_si256(_mm256_srai_epi16(_mm256_slli_si256(v, 1), 4), keep),
-                _mm256_and_si256(_mm256_srai_epi16(v, 4), keep)};
+        const __m256i v = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(q));
+        const __m256i early = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(q - 1));
+        return {_mm256_and_si256(_mm256_srai_epi16(early, 4), keep), _mm256_and_si256(_mm256_srai_epi16(v, 4), keep)};
     }
     static inline __m256 column(const Split& s, int j) {
         const __m256i w = j % 2 ? s.odd : s.even, zero = _mm256_setzero_si256();

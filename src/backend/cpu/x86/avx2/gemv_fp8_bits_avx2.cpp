@@ -96,8 +96,7 @@ void pairs(const QuantGemmTask& t, int64_t g0) {
         for (int c = 0; c < Fp8BitsChunk::kChunks; ++c) {
             const float* xc = x + 8 * (kb * 32 + c * Fp8BitsChunk::kCols);
             const auto half = [&](const uint8_t* q, __m256& sum) __attribute__((always_inline)) {
-                const typename Decode::Split s =
-                    Decode::split(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(q)));
+                const typename Decode::Split s = Decode::split(q);
 #pragma GCC unroll 4
                 for (int j = 0; j < 4; ++j)
                     sum = _mm256_fmadd_ps(Decode::column(s, j), _mm256_load_ps(xc + 8 * j), sum);
