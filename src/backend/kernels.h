@@ -34,8 +34,9 @@ struct PackedWeight {
     size_t size = 0;
     AlignedBuffer own;
     // Why a lead: the AVX2 fp8 decode of CPUs that issue ymm operations as two halves loads each 32 bytes of
-    // codes one byte early too (backend/cpu/x86/avx2/fp8_bits_chunk.h Fp8BitsHalfRate), so the byte before a
-    // packed stream must be mapped; 64 keeps the data 64-byte aligned.
+    // codes one byte early too (backend/cpu/x86/avx2/fp8_bits_chunk.h Fp8BitsHalfRate; it reads prepared weights
+    // only, those with plain_codes), so the byte before a packed stream must be mapped; 64 keeps the data 64-byte
+    // aligned.
     static constexpr size_t kLeadBytes = 64;
     uint8_t* allocate(size_t bytes) {
         if (arena) {

@@ -410,10 +410,8 @@ void QuantGemmCall::run_unit(const Unit& unit, int thread) {
         run_groups(unit.g0, unit.g1 - unit.g0, base + unit.g0 * w.code_bytes_per_group, scales);
         return;
     }
-    // (with PackedWeight's lead of readable bytes before the codes, which the fp8 decode of fp8_bits_chunk.h needs)
-    s.pack.ensure(PackedWeight::kLeadBytes +
-                  static_cast<size_t>(kPackGroups * (w.code_bytes_per_group + w.scale_bytes_per_group)));
-    uint8_t* codes = s.pack.data() + PackedWeight::kLeadBytes;
+    s.pack.ensure(static_cast<size_t>(kPackGroups * (w.code_bytes_per_group + w.scale_bytes_per_group)));
+    uint8_t* codes = s.pack.data();
     uint8_t* scales = codes + kPackGroups * w.code_bytes_per_group;
     for (int64_t g = unit.g0; g < unit.g1; g += kPackGroups) {
         const int64_t count = std::min(kPackGroups, unit.g1 - g);
