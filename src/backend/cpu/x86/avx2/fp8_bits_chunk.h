@@ -80,7 +80,7 @@ struct Fp8BitsChunk {
 // 10.5 core cycles per 32 codes; the GEMV streamed by two threads (`bench-ops --rows 1 --only fp`, the two decodes
 // alternating by DEEPINFER_YMM_RATE) 0.90-0.91x the time; the 2-4-row stream (`--rows 2 4 --only fp8`) 0.90-0.93x
 // at 2 rows, 0.87-0.96x at 4. The early load replaced a one-byte shift (`vpslldq`) on the shuffle pipes, which
-// the loads leave alone: streamed, wq_b / wo_b at one row 0.94-0.95x / 0.84-0.92x the time (forty-eighth session);
+// the loads leave alone: streamed, wq_b / wo_b at one row 0.94-0.96x / 0.91-0.92x the time (forty-eighth session);
 // it reads the byte before a prepared weight's stream, which PackedWeight::kLeadBytes keeps mapped.
 struct Fp8BitsHalfRate : Fp8BitsChunk {  // the layout's constants; its own split, column and decode
     struct Split {
