@@ -12,9 +12,10 @@
 
 namespace deepinfer::backend::cpu::avx2 {
 
-// The rows of a GEMM of 2-4 activation rows (fp4_row_bytes): a row of Fp4RowLayout (isa_ops.h), then its plane dwords
-// broadcast, [kb][chunk c][lo0, lo1, hi0, hi1][8 dwords], so that vpmaddubsw takes them as memory operands
-// (a broadcast per plane dword and row costs a vector op; gemm_fp4_few_rows_avx2.cpp).
+// The rows of a GEMM of 2-4 activation rows, and the one row of the plain form's GEMV (fp4_row_bytes): a row of
+// Fp4RowLayout (isa_ops.h), then its plane dwords broadcast, [kb][chunk c][lo0, lo1, hi0, hi1][8 dwords], so that
+// vpmaddubsw takes them as memory operands (a broadcast per plane dword and row costs a vector op, and in registers
+// they crowd out the sums; gemm_fp4_few_rows_avx2.cpp, chunk_pair_sums).
 inline constexpr int64_t fp4_broadcast_offset(int64_t kb_count) { return fp4_row_layout(kb_count).bytes; }
 inline constexpr int64_t fp4_rows_bytes(int64_t kb_count) { return fp4_broadcast_offset(kb_count) + 512 * kb_count; }
 

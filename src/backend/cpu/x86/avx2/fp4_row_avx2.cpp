@@ -1,6 +1,6 @@
 // The integer form of act_quant rows that the integer MXFP4 kernels read (Fp4RowLayout in isa_ops.h: two int8
-// planes for AVX2's GEMV and AVX-512's GEMM, broadcast too for AVX2's GEMM of 2-4 rows (fp4_planes.h);
-// Fp4PanelRow in fp4_chunk.h: int16 words for AVX2's panel GEMM).
+// planes for AVX2's GEMV and AVX-512's GEMM, broadcast too for AVX2's GEMM of 2-4 rows and its plain form's GEMV
+// (fp4_planes.h); Fp4PanelRow in fp4_chunk.h: int16 words for AVX2's panel GEMM).
 // A block's e4m3 values are v_k * 2^(e - 10) with integers v_k, e the smallest exponent among its nonzero values
 // (the argument for why the kernels' integer sums are the fp32 chain's: gemv_fp4_int_avx2.cpp).
 #include <immintrin.h>
