@@ -515,7 +515,7 @@ TEST(GemmFp4, BlockSumBetween2To23And2To24) {
     }
 }
 
-// Blocks at the bound of the AVX2 integer kernels' int16 sums (fp4_planes.h chunk_pairs_sum): every weight 6
+// Blocks at the bound of the AVX2 integer kernels' int16 sums (fp4_planes.h chunk_pair_sums): every weight 6
 // (biased 24) against v = -32768 (a high plane byte of -128) in 31 of 32 columns, so that each vpmaddubsw lane is
 // -6144 and two chunks' sums of a lane -24576, the most negative that fits; summed over all four chunks before
 // widening, they would wrap. 1-4 rows: the GEMV and the GEMM of a few rows; a row of weights -6 (biased 0) and

@@ -2,16 +2,16 @@
 // gemm_quant_avx2.cpp (stream_rows) and so to each row alone (row invariance): the form of the one-row GEMV
 // (gemv_fp4_int_avx2.cpp, which has the argument for the bits) with each piece's decode shared by the rows.
 //
-// Why two rows: they are what many experts of a batched decode step see (64 sequences, 6 of 384 experts each: a
-// fifth of the routed experts get two), and there the fp32 kernel took ~1.25x this one's time on Zen 3 (kernel
-// calls on an L2-resident 256 x 2304 weight, 3 alternating series: min 12.9 -> 10.1, median 15.9 -> 13.9 TSC
-// cycles per 64 B of codes and row; streamed by two threads, the expert w1 / w2 of 2 rows 0.80-0.85 of the
-// time). Not 3-4 rows in the plain AVX2 form: per row this loop costs about the one-row GEMV's (its integer
-// multiplies per 64 weights and row stay, 6 then and 5 now; the decode it shares is the small part), and the fp32
-// kernel, whose decode is the large part, shares it over more rows -- at 3-4 rows the two took the same time per row or the
-// fp32 kernel less (as did int16 weights against vpmaddwd, a scratch variant: 4 multiplies but 12 decode ops a
-// piece). With AVX-VNNI (fp4_chunk.h AvxVnni) a row's products of a piece are 4 vpdpbusd, a plane's sum each, the high
-// plane's shifted in once per piece and block: then 3-4 rows run here too (fp4_row_bytes).
+// Why two rows: they are what many experts of a batched decode step see (64 sequences, 6 of 384 experts each: a fifth
+// of the routed experts get two), and there the fp32 kernel took ~1.25x this one's time on Zen 3 (kernel calls on an
+// L2-resident 256 x 2304 weight, 3 alternating series: min 12.9 -> 10.1, median 15.9 -> 13.9 TSC cycles per 64 B of
+// codes and row; streamed by two threads, the expert w1 / w2 of 2 rows 0.80-0.85 of the time). Not 3-4 rows in the
+// plain AVX2 form: per row this loop costs about the one-row GEMV's (its integer multiplies per 64 weights and row
+// stay, 6 then and 5 now; the decode it shares is the small part), and the fp32 kernel, whose decode is the large part,
+// shares it over more rows -- at 3-4 rows the two took the same time per row or the fp32 kernel less (as did int16
+// weights against vpmaddwd, a scratch variant: 4 multiplies but 12 decode ops a piece). With AVX-VNNI (fp4_chunk.h
+// AvxVnni) a row's products of a piece are 4 vpdpbusd, a plane's sum each, the high plane's shifted in once per piece
+// and block: then 3-4 rows run here too (fp4_row_bytes).
 //
 // The loop: a block's pieces (32 bytes: 8 weight rows x 8 columns) one after the other, each through the
 // block's 4 chunks with one int32 sum a row (two with VNNI; in the plain form two chunks' plane sums are added in
