@@ -153,6 +153,7 @@ size_t copies_for(double bytes, double total) {
 struct Inputs {
     int64_t max_n, max_k;
     std::vector<uint8_t> codes, scales;
+    std::vector<uint8_t> swiglu_codes, swiglu_scales;
     std::vector<bf16> xb;
     std::vector<float> xf;
     Inputs(int64_t n, int64_t k, const Kernels& kernels, ThreadPool& pool) : max_n(n), max_k(k) {
@@ -160,16 +161,28 @@ struct Inputs {
         std::normal_distribution<float> dist(0.0f, 1.0f);
         xb.resize(n * k);
         xf.resize(n * k);
+        std::vector<bf16> swiglu(n * k);
         for (int64_t i = 0; i < n * k; ++i) {
             xb[i] = float_to_bf16(dist(rng));
             xf[i] = bf16_to_float(xb[i]);
+            const float gate = dist(rng), up = dist(rng);
+            swiglu[i] = float_to_bf16(gate / (1.0f + std::exp(-gate)) * up);
         }
         codes.resize(n * k);
         scales.resize(n * k / 32);
         kernels.act_quant(xb.data(), n, k, codes.data(), scales.data(), pool);
+        swiglu_codes.resize(n * k);
+        swiglu_scales.resize(n * k / 32);
+        kernels.act_quant(swiglu.data(), n, k, swiglu_codes.data(), swiglu_scales.data(), pool);
     }
     // act_quant rows of width k (rows of the max_k-wide quantization reinterpreted: fine for timing)
     backend::Fp8Acts acts(int64_t n, int64_t k) const { return {codes.data(), scales.data(), n, k}; }
+    // The same of silu(g) * u for normal g, u: the input of an expert's w2 (spec §5.4). Its blocks span more binades
+    // than normal values do, which the AVX2 integer MXFP4 kernels take on three planes (fp4_planes.h), so w2 is
+    // timed on these.
+    backend::Fp8Acts swiglu_acts(int64_t n, int64_t k) const {
+        return {swiglu_codes.data(), swiglu_scales.data(), n, k};
+    }
 };
 
 // `count` copies of one weight, owned by b: of its packed form when the table packs (every flag of the
@@ -244,13 +257,14 @@ void add_fp8_bf16x(std::vector<Bench>& out, const std::string& name, int64_t row
         });
 }
 
-void add_fp4(std::vector<Bench>& out, const std::string& name, int64_t rows, int64_t cols, const Kernels& k,
-             ThreadPool& pool, const Inputs& in, bf16* y, const Options& o, double total) {
+// swiglu: against Inputs::swiglu_acts (an expert's w2), else normal activations
+void add_fp4(std::vector<Bench>& out, const std::string& name, int64_t rows, int64_t cols, bool swiglu,
+             const Kernels& k, ThreadPool& pool, const Inputs& in, bf16* y, const Options& o, double total) {
     add_quant<backend::Fp4Matrix>(
         out, "gemm_fp4", name, rows, cols, rows * cols / 2, rows * (cols / 32), 2, o, total, pool,
         [&](const backend::Fp4Matrix& m, backend::PackedWeight* pw) { k.prepare_fp4(m, pw, pool); },
-        [&k, &pool, &in, y, cols](const backend::Fp4Matrix& m, int64_t n) {
-            k.gemm_fp4(in.acts(n, cols), m, y, m.rows, pool);
+        [&k, &pool, &in, y, cols, swiglu](const backend::Fp4Matrix& m, int64_t n) {
+            k.gemm_fp4(swiglu ? in.swiglu_acts(n, cols) : in.acts(n, cols), m, y, m.rows, pool);
         });
 }
 
@@ -507,9 +521,9 @@ int run_bench(const Options& o) {
         {"gemm_fp8", "wq_b",
          [&](auto& v) { add_fp8(v, "wq_b", 32768, 1280, kernels, pool, in, y.as<bf16>(), o, total); }},
         {"gemm_fp4", "expert w1",
-         [&](auto& v) { add_fp4(v, "expert w1", 2304, 5120, kernels, pool, in, y.as<bf16>(), o, total); }},
+         [&](auto& v) { add_fp4(v, "expert w1", 2304, 5120, false, kernels, pool, in, y.as<bf16>(), o, total); }},
         {"gemm_fp4", "expert w2",
-         [&](auto& v) { add_fp4(v, "expert w2", 5120, 2304, kernels, pool, in, y.as<bf16>(), o, total); }},
+         [&](auto& v) { add_fp4(v, "expert w2", 5120, 2304, true, kernels, pool, in, y.as<bf16>(), o, total); }},
         {"gemm_fp8", "wo_b",
          [&](auto& v) { add_fp8(v, "wo_b", 5120, 8192, kernels, pool, in, y.as<bf16>(), o, total); }},
         // Engram's wkv (layers 1 and 14): the largest linear of a decode step (spec §5.5.2, 157 MB)

@@ -518,20 +518,25 @@ TEST(GemmFp4, BlockSumBetween2To23And2To24) {
 // Blocks at the bound of the AVX2 integer kernels' int16 sums (fp4_planes.h chunk_pair_sums): every weight 6
 // (biased 24) against v = -32768 (a high plane byte of -128) in 31 of 32 columns, so that each vpmaddubsw lane is
 // -6144 and two chunks' sums of a lane -24576, the most negative that fits; summed over all four chunks before
-// widening, they would wrap. 1-4 rows: the GEMV and the GEMM of a few rows; a row of weights -6 (biased 0) and
-// random rows beside them.
+// widening, they would wrap. Block 0 fits two planes; block 2 needs the third (three_plane_block) for one column of
+// 14 * 2^13 (a top plane byte of 2, a high one of -64) beside 30 of v = -32768. 1-4 rows: the GEMV and the GEMM of a
+// few rows; a row of weights -6 (biased 0), random rows and a random block 1 beside them.
 TEST(GemmFp4, PlaneSumsAtTheirBound) {
     Inputs in(15);
-    const int64_t k = 64, rows = 40;
+    const int64_t k = 96, rows = 40;
     std::vector<uint8_t> packed = in.bytes(rows * k / 2), wscales(rows * k / 32, 127);
     for (int64_t r = 0; r < 32; ++r)
-        for (int64_t col = 0; col < 32; col += 2) packed[r * k / 2 + col / 2] = r == 5 ? 0xff : 0x77;  // -6 or 6
+        for (int64_t col : {0, 64})
+            for (int64_t c = col; c < col + 32; c += 2) packed[r * k / 2 + c / 2] = r == 5 ? 0xff : 0x77;  // -6 or 6
     const Fp4Matrix w{packed.data(), wscales.data(), rows, k};
     for (int64_t n : {1, 2, 3, 4}) {
-        std::vector<uint8_t> codes = in.e4m3_codes(n * k), ascales(n * 2, 127);
+        std::vector<uint8_t> codes = in.e4m3_codes(n * k), ascales(n * 3, 127);
         for (int64_t i = 0; i < n; ++i)
-            for (int64_t col = 0; col < 32; ++col)  // v = 8 (2^-5) once, -8 * 2^12 (-128) 31 times
-                codes[i * k + col] = col == 3 ? 0x10 : 0xf0;
+            for (int64_t col = 0; col < 32; ++col) {
+                codes[i * k + col] = col == 3 ? 0x10 : 0xf0;  // v = 8 (2^-5) once, -8 * 2^12 (-128) 31 times
+                // v = 8 (2^-5) once, 14 * 2^13 (448) once, -8 * 2^12 (-128) 30 times
+                codes[i * k + 64 + col] = col == 3 ? 0x10 : col == 17 ? 0x7e : 0xf0;
+            }
         const Fp8Acts a{codes.data(), ascales.data(), n, k};
         check_fp4(Shape{n, rows, k, 0}, a, w);
     }

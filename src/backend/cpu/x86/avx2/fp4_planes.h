@@ -78,36 +78,46 @@ __attribute__((noinline)) void chain_block(const float* a, const uint8_t* block,
 // integer sum times the unit is the chain's partial, as for two planes. Why: the SwiGLU rows of the expert w2
 // (k = 2304) have 16% of their blocks too wide for two planes, 0.4% not exact at all (w1 / w3: 1.7% and 0.3%;
 // counted in bench-decode on the released dimensions), and the fp32 chain took ~1.9x the integer loop's time per
-// block. Out of line and group by group, which keeps the loop's registers for six plane broadcasts.
+// block. As the plain form's loop (gemv_fp4_int_avx2.cpp): a piece position through the block's chunks two at a
+// time (chunk_pair_sums), the top plane's products of the two chunks added in int16 as well (|top| <= 4), 7.5
+// integer multiplies a piece where each chunk on its own took 9. The plane dwords come broadcast: `broadcast`, the
+// block's [chunk][lo0, lo1, hi0, hi1] of the rows that have them (fp4_broadcast_offset), else made here from
+// `planes`; the top plane's always here. Out of line: it keeps the calling loop's registers.
 template <int G>
-__attribute__((noinline)) void three_plane_block(const int32_t* planes, const int32_t* top, int32_t base, float unit,
-                                                 const uint8_t* block, __m256 (&p)[G][2]) {
+__attribute__((noinline)) void three_plane_block(const int32_t* planes, const __m256i* broadcast, const int32_t* top,
+                                                 int32_t base, float unit, const uint8_t* block, __m256 (&p)[G][2]) {
+    constexpr int64_t kPieceStride = G * kPackedChunkBytes;
     const __m256i lut =
         _mm256_broadcastsi128_si256(_mm_load_si128(reinterpret_cast<const __m128i*>(tables::kE2M1Biased.v)));
-    const __m256i nib = _mm256_set1_epi8(0x0f), ones = _mm256_set1_epi16(1), times256 = _mm256_set1_epi16(256);
-#pragma GCC unroll 1
-    for (int g = 0; g < G; ++g) {
-        __m256i s0 = _mm256_set1_epi32(base), s1 = s0;
-#pragma GCC unroll 1
+    const __m256i nib = _mm256_set1_epi8(0x0f), ones = _mm256_set1_epi16(1);
+    alignas(32) __m256i made[16], tops[8];  // [chunk][lo0, lo1, hi0, hi1]; [chunk][top0, top1]
+    if (!broadcast) {
         for (int c = 0; c < Fp4Chunk::kChunks; ++c) {
-            const __m256i lo0 = _mm256_set1_epi32(planes[2 * c]), lo1 = _mm256_set1_epi32(planes[2 * c + 1]);
-            const __m256i hi0 = _mm256_set1_epi32(planes[8 + 2 * c]), hi1 = _mm256_set1_epi32(planes[9 + 2 * c]);
-            const __m256i top0 = _mm256_set1_epi32(top[2 * c]), top1 = _mm256_set1_epi32(top[2 * c + 1]);
-            const auto half = [&](const uint8_t* q, __m256i& sum) __attribute__((always_inline)) {
-                const PieceWeights w = piece_weights(q, lut, nib);
-                const __m256i low_two = _mm256_add_epi32(_mm256_madd_epi16(plane_sums(w, lo0, lo1), ones),
-                                                         _mm256_madd_epi16(plane_sums(w, hi0, hi1), times256));
-                const __m256i top_part = _mm256_slli_epi32(_mm256_madd_epi16(plane_sums(w, top0, top1), ones), 16);
-                sum = _mm256_add_epi32(sum, _mm256_add_epi32(low_two, top_part));
-            };
-            const uint8_t* piece = block + (c * G + g) * kPackedChunkBytes;
-            _mm_prefetch(reinterpret_cast<const char*>(piece + kPrefetchBytes), _MM_HINT_T0);
-            half(piece, s0);
-            half(piece + 32, s1);
+            made[4 * c] = _mm256_set1_epi32(planes[2 * c]);
+            made[4 * c + 1] = _mm256_set1_epi32(planes[2 * c + 1]);
+            made[4 * c + 2] = _mm256_set1_epi32(planes[8 + 2 * c]);
+            made[4 * c + 3] = _mm256_set1_epi32(planes[9 + 2 * c]);
         }
-        const __m256 u = _mm256_set1_ps(unit);
-        p[g][0] = _mm256_mul_ps(_mm256_cvtepi32_ps(s0), u);
-        p[g][1] = _mm256_mul_ps(_mm256_cvtepi32_ps(s1), u);
+        broadcast = made;
+    }
+    for (int c = 0; c < 2 * Fp4Chunk::kChunks; ++c) tops[c] = _mm256_set1_epi32(top[c]);
+#pragma GCC unroll 8
+    for (int64_t b = 0; b < G * Fp4Chunk::kBlockBytes; b += 64)  // the GEMV's prefetches, which its own loop issues
+        _mm_prefetch(reinterpret_cast<const char*>(block + kPrefetchBytes + b), _MM_HINT_T0);
+#pragma GCC unroll 1
+    for (int i = 0; i < 2 * G; ++i) {
+        const uint8_t* q = block + (i / 2) * kPackedChunkBytes + (i % 2) * 32;  // chunk 0's piece
+        __m256i sum = _mm256_set1_epi32(base);
+#pragma GCC unroll 2
+        for (int c = 0; c < Fp4Chunk::kChunks; c += 2) {
+            const PieceWeights a = piece_weights(q + c * kPieceStride, lut, nib);
+            const PieceWeights b = piece_weights(q + (c + 1) * kPieceStride, lut, nib);
+            sum = chunk_pair_sums(a, b, broadcast + 4 * c, sum);
+            const __m256i* t = tops + 2 * c;
+            const __m256i s_top = _mm256_add_epi16(plane_sums(a, t[0], t[1]), plane_sums(b, t[2], t[3]));
+            sum = _mm256_add_epi32(sum, _mm256_slli_epi32(_mm256_madd_epi16(s_top, ones), 16));
+        }
+        p[i / 2][i % 2] = _mm256_mul_ps(_mm256_cvtepi32_ps(sum), _mm256_set1_ps(unit));
     }
 }
 

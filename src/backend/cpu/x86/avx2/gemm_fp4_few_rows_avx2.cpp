@@ -98,8 +98,9 @@ void rows_groups(const QuantGemmTask& t, int64_t g0) {
             const uint8_t flags = row(r)[layout.exact + kb];
             if (flags & kFp4PlanesExact) continue;
             __m256 q[G][2];
+            const auto* broadcast = reinterpret_cast<const __m256i*>(row(r) + fp4_broadcast_offset(kb_count)) + kb * 16;
             if (flags & kFp4SumsExact)
-                three_plane_block<G>(reinterpret_cast<const int32_t*>(row(r) + 64 * kb),
+                three_plane_block<G>(reinterpret_cast<const int32_t*>(row(r) + 64 * kb), broadcast,
                                      reinterpret_cast<const int32_t*>(row(r) + layout.top + 32 * kb),
                                      reinterpret_cast<const int32_t*>(row(r) + layout.base)[kb],
                                      reinterpret_cast<const float*>(row(r) + layout.unit)[kb], block, q);
