@@ -19,6 +19,16 @@ namespace deepinfer::backend::cpu::avx2 {
 inline constexpr int64_t fp4_broadcast_offset(int64_t kb_count) { return fp4_row_layout(kb_count).bytes; }
 inline constexpr int64_t fp4_rows_bytes(int64_t kb_count) { return fp4_broadcast_offset(kb_count) + 512 * kb_count; }
 
+// A block's plane dwords (Fp4RowLayout: lo [8 dwords], hi [8 dwords]) each 8 times, [chunk c][lo0, lo1, hi0, hi1].
+inline void broadcast_block_planes(const int32_t* planes, __m256i* out) {
+    for (int c = 0; c < 4; ++c) {
+        _mm256_store_si256(out + 4 * c, _mm256_set1_epi32(planes[2 * c]));
+        _mm256_store_si256(out + 4 * c + 1, _mm256_set1_epi32(planes[2 * c + 1]));
+        _mm256_store_si256(out + 4 * c + 2, _mm256_set1_epi32(planes[8 + 2 * c]));
+        _mm256_store_si256(out + 4 * c + 3, _mm256_set1_epi32(planes[9 + 2 * c]));
+    }
+}
+
 // A 32-byte piece of codes as unsigned bytes 2 w + 12 (tables::kE2M1Biased): in dword r, row r's weights of
 // columns {0,4,1,5} (w0, the low nibbles) and {2,6,3,7} (w1, the high ones).
 struct PieceWeights {
@@ -92,12 +102,7 @@ __attribute__((noinline)) void three_plane_block(const int32_t* planes, const __
     const __m256i nib = _mm256_set1_epi8(0x0f), ones = _mm256_set1_epi16(1);
     alignas(32) __m256i made[16], tops[8];  // [chunk][lo0, lo1, hi0, hi1]; [chunk][top0, top1]
     if (!broadcast) {
-        for (int c = 0; c < Fp4Chunk::kChunks; ++c) {
-            made[4 * c] = _mm256_set1_epi32(planes[2 * c]);
-            made[4 * c + 1] = _mm256_set1_epi32(planes[2 * c + 1]);
-            made[4 * c + 2] = _mm256_set1_epi32(planes[8 + 2 * c]);
-            made[4 * c + 3] = _mm256_set1_epi32(planes[9 + 2 * c]);
-        }
+        broadcast_block_planes(planes, made);
         broadcast = made;
     }
     for (int c = 0; c < 2 * Fp4Chunk::kChunks; ++c) tops[c] = _mm256_set1_epi32(top[c]);

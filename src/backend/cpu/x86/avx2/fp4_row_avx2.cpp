@@ -144,16 +144,8 @@ void prep_row(const uint8_t* codes, int64_t k, uint8_t* out) {
 // Each plane dword of a row 8 times (fp4_planes.h: the rows of a GEMM of two activation rows), after its planes.
 void broadcast_planes(int64_t kb_count, uint8_t* out) {
     auto* dst = reinterpret_cast<__m256i*>(out + fp4_broadcast_offset(kb_count));
-    for (int64_t kb = 0; kb < kb_count; ++kb) {
-        const auto* planes = reinterpret_cast<const int32_t*>(out + 64 * kb);  // lo [8 dwords], hi [8 dwords]
-        for (int c = 0; c < 4; ++c) {
-            __m256i* d = dst + (kb * 4 + c) * 4;
-            _mm256_store_si256(d, _mm256_set1_epi32(planes[2 * c]));
-            _mm256_store_si256(d + 1, _mm256_set1_epi32(planes[2 * c + 1]));
-            _mm256_store_si256(d + 2, _mm256_set1_epi32(planes[8 + 2 * c]));
-            _mm256_store_si256(d + 3, _mm256_set1_epi32(planes[9 + 2 * c]));
-        }
-    }
+    for (int64_t kb = 0; kb < kb_count; ++kb)
+        broadcast_block_planes(reinterpret_cast<const int32_t*>(out + 64 * kb), dst + 16 * kb);
 }
 
 }  // namespace
