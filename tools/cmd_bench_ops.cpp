@@ -39,6 +39,7 @@ struct Options {
     bool in_cache = false;
     bool rowwise = false;
     bool thread_profile = false;
+    int per_call = 0;  // > 0: time this many calls one by one instead (per_call_table)
     std::string only;  // run only weights whose kernel or name contains this
     bool hugepages = true;
     std::string json;
@@ -418,6 +419,39 @@ Timing time_case(Bench& b, int64_t n, int iters, size_t* next, const std::functi
             static_cast<int64_t>(calls) * iters};
 }
 
+// --per-call: a case's calls timed one by one (streamed through its copies as the samples are), their minimum, 25th
+// percentile and median. Why: on a shared machine a sample of 0.3 s takes in whatever else ran then, and medians of
+// samples moved 5-10% between runs of one build on Zen 1 (2 vCPUs); the quieter calls' times move less (the 25th
+// percentiles of 200 calls of one build 0.3-8% between runs there, one thread), which an A/B of a kernel change of a
+// few percent needs, alternated run for run.
+struct PerCall {
+    std::string kernel, weight;
+    int64_t rows, cols, n;
+    double bytes, min_s, p25_s, median_s;
+};
+PerCall time_calls(Bench& b, int64_t n, int calls, size_t* next, const Result& r) {
+    b.run(*next, n);  // warm-up
+    *next = (*next + 1) % b.copies;
+    std::vector<double> s;
+    for (int c = 0; c < calls; ++c) {
+        const auto t0 = Clock::now();
+        b.run(*next, n);
+        s.push_back(elapsed(t0));
+        *next = (*next + 1) % b.copies;
+    }
+    std::sort(s.begin(), s.end());
+    return {r.kernel, r.weight, r.rows, r.cols, r.n, r.bytes, s.front(), s[s.size() / 4], s[s.size() / 2]};
+}
+void per_call_table(const std::vector<PerCall>& rows, int calls, int threads, std::string_view kernels) {
+    fmt::print("per call: {} threads, kernels {}, {} calls a case timed one by one\n", threads, kernels, calls);
+    fmt::print("{:<17} {:<12} {:>12} {:>3} {:>10} {:>10} {:>10} {:>8}\n", "kernel", "weight", "shape", "n", "min us",
+               "p25 us", "median us", "GB/s p25");
+    for (const PerCall& r : rows)
+        fmt::print("{:<17} {:<12} {:>12} {:>3} {:>10.1f} {:>10.1f} {:>10.1f} {:>8.1f}\n", r.kernel, r.weight,
+                   fmt::format("{}x{}", r.rows, r.cols), r.n, r.min_s * 1e6, r.p25_s * 1e6, r.median_s * 1e6,
+                   r.bytes / r.p25_s / 1e9);
+}
+
 std::string json_escape(const std::string& s) {
     std::string r;
     for (char c : s) r += (c == '"' || c == '\\') ? std::string("\\") + c : std::string(1, c);
@@ -546,6 +580,7 @@ int run_bench(const Options& o) {
     };
     int step = 0;
     const int steps = static_cast<int>(std::count_if(specs.begin(), specs.end(), selected) * o.rows.size());
+    std::vector<PerCall> per_calls;
     for (const Spec& spec : specs) {
         if (!selected(spec)) continue;
         std::vector<Bench> benches;
@@ -558,6 +593,10 @@ int run_bench(const Options& o) {
                        (b.resident_bytes > 0 ? b.resident_bytes : b.copies * b.bytes_per_call) / (1u << 30));
             Result r{b.kernel, b.weight, b.rows, b.cols, n, b.bytes_for ? b.bytes_for(n) : b.bytes_per_call,
                      2.0 * n * b.used_per_row * b.rows * b.cols};
+            if (o.per_call > 0) {
+                per_calls.push_back(time_calls(b, n, o.per_call, &next, r));
+                continue;
+            }
             const Timing tm = time_case(
                 b, n, iters, &next, read_gbps, [&] { return peak_gflops(b.bf16_dot_peak); }, r.bytes, r.flops);
             r.seconds = tm.seconds;
@@ -574,6 +613,10 @@ int run_bench(const Options& o) {
         }
     }
 
+    if (o.per_call > 0) {
+        per_call_table(per_calls, o.per_call, pool.size(), kernel_set_name(kernels.isa));
+        return 0;
+    }
     auto median = [](std::vector<double> v) {
         std::sort(v.begin(), v.end());
         return v[v.size() / 2];
@@ -854,9 +897,19 @@ Command make_bench_ops_command() {
         sub->add_flag("--thread-profile", opts->thread_profile,
                       "Also show where the threads spend each case's calls: time inside the pool's calls, in shared "
                       "activation preparation, the mean and the busiest thread's share (many-core scaling)");
+        sub->add_option("--per-call", opts->per_call,
+                        "Instead of each case's medians of 0.3 s samples: this many calls timed one by one, their "
+                        "minimum, 25th percentile and median (an A/B of a kernel change on a noisy machine)")
+            ->check(CLI::PositiveNumber);
         sub->add_flag("!--no-hugepages", opts->hugepages, "Do not ask for transparent huge pages on weight buffers");
         sub->add_option("--json", opts->json, "Also write the results as JSON to this file ('-' for stdout)");
         sub->callback([opts, exit_code] {
+            if (opts->per_call > 0 && (opts->in_cache || opts->rowwise || !opts->json.empty())) {
+                fmt::print(stderr, "bench-ops: --per-call prints its own table; it takes none of --in-cache, "
+                                   "--rowwise, --json\n");
+                *exit_code = 2;
+                return;
+            }
             *exit_code = opts->rowwise ? run_rowwise_bench() : opts->in_cache ? run_in_cache(*opts) : run_bench(*opts);
         });
     }};
