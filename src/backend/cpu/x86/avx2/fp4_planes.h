@@ -83,19 +83,22 @@ __attribute__((noinline)) void chain_block(const float* a, const uint8_t* block,
     }
 }
 
-// A block too wide for two planes whose products no fp32 partial sum can round (kFp4SumsExact: 12 sum |v| <
-// 2^24), on three: v = 65536 top + 256 hi + lo (Fp4RowLayout::top). Its fp32 chain is then exact too, so the
-// integer sum times the unit is the chain's partial, as for two planes. Why: the SwiGLU rows of the expert w2
-// (k = 2304) have 16% of their blocks too wide for two planes, 0.4% not exact at all (w1 / w3: 1.7% and 0.3%;
-// counted in bench-decode on the released dimensions), and the fp32 chain took ~1.9x the integer loop's time per
-// block. As the plain form's loop (gemv_fp4_int_avx2.cpp): a piece position through the block's chunks two at a
-// time (chunk_pair_sums), the top plane's products of the two chunks added in int16 as well (|top| <= 4), 7.5
-// integer multiplies a piece where each chunk on its own took 9. The plane dwords come broadcast: `broadcast`, the
-// block's [chunk][lo0, lo1, hi0, hi1] of the rows that have them (fp4_broadcast_offset), else made here from
-// `planes`; the top plane's always here. Out of line: it keeps the calling loop's registers.
-template <int G>
-__attribute__((noinline)) void three_plane_block(const int32_t* planes, const __m256i* broadcast, const int32_t* top,
-                                                 int32_t base, float unit, const uint8_t* block, __m256 (&p)[G][2]) {
+// One row's block on kPlanes int8 planes, as the plain form's loop takes it (gemv_fp4_int_avx2.cpp): a piece position
+// through the block's chunks two at a time (chunk_pair_sums). kPlanes = 3: a block too wide for two planes whose
+// products no fp32 partial sum can round (kFp4SumsExact: 12 sum |v| < 2^24), v = 65536 top + 256 hi + lo
+// (Fp4RowLayout::top), the top plane's products of two chunks added in int16 as well (|top| <= 4): 7.5 integer
+// multiplies a piece, where each chunk on its own took 9. Its fp32 chain is then exact too, so the integer sum times
+// the unit is the chain's partial, as for two planes. Why: the SwiGLU rows of the expert w2 (k = 2304) have 16% of
+// their blocks too wide for two planes, 0.4% not exact at all (w1 / w3: 1.7% and 0.3%; counted in bench-decode on
+// the released dimensions), and the fp32 chain took ~1.9x the integer loop's time per block. kPlanes = 2: a
+// two-plane block of one row where the GEMM of 2 rows (gemm_fp4_few_rows_avx2.cpp) cannot share its decode.
+// The plane dwords come broadcast: `broadcast`, the block's [chunk][lo0, lo1, hi0, hi1] of the rows that have them
+// (fp4_broadcast_offset), else made here from `planes`; the top plane's always here. Out of line: it keeps the
+// calling loop's registers.
+template <int G, int kPlanes>
+__attribute__((noinline)) void planes_block(const int32_t* planes, const __m256i* broadcast, const int32_t* top,
+                                            int32_t base, float unit, const uint8_t* block, __m256 (&p)[G][2]) {
+    static_assert(kPlanes == 2 || kPlanes == 3);
     constexpr int64_t kPieceStride = G * kPackedChunkBytes;
     const __m256i lut =
         _mm256_broadcastsi128_si256(_mm_load_si128(reinterpret_cast<const __m128i*>(tables::kE2M1Biased.v)));
@@ -105,7 +108,8 @@ __attribute__((noinline)) void three_plane_block(const int32_t* planes, const __
         broadcast_block_planes(planes, made);
         broadcast = made;
     }
-    for (int c = 0; c < 2 * Fp4Chunk::kChunks; ++c) tops[c] = _mm256_set1_epi32(top[c]);
+    if constexpr (kPlanes == 3)
+        for (int c = 0; c < 2 * Fp4Chunk::kChunks; ++c) tops[c] = _mm256_set1_epi32(top[c]);
 #pragma GCC unroll 8
     for (int64_t b = 0; b < G * Fp4Chunk::kBlockBytes; b += 64)  // the GEMV's prefetches, which its own loop issues
         _mm_prefetch(reinterpret_cast<const char*>(block + kPrefetchBytes + b), _MM_HINT_T0);
@@ -118,9 +122,11 @@ __attribute__((noinline)) void three_plane_block(const int32_t* planes, const __
             const PieceWeights a = piece_weights(q + c * kPieceStride, lut, nib);
             const PieceWeights b = piece_weights(q + (c + 1) * kPieceStride, lut, nib);
             sum = chunk_pair_sums(a, b, broadcast + 4 * c, sum);
-            const __m256i* t = tops + 2 * c;
-            const __m256i s_top = _mm256_add_epi16(plane_sums(a, t[0], t[1]), plane_sums(b, t[2], t[3]));
-            sum = _mm256_add_epi32(sum, _mm256_slli_epi32(_mm256_madd_epi16(s_top, ones), 16));
+            if constexpr (kPlanes == 3) {
+                const __m256i* t = tops + 2 * c;
+                const __m256i s_top = _mm256_add_epi16(plane_sums(a, t[0], t[1]), plane_sums(b, t[2], t[3]));
+                sum = _mm256_add_epi32(sum, _mm256_slli_epi32(_mm256_madd_epi16(s_top, ones), 16));
+            }
         }
         p[i / 2][i % 2] = _mm256_mul_ps(_mm256_cvtepi32_ps(sum), _mm256_set1_ps(unit));
     }

@@ -17,7 +17,10 @@
 // block's 4 chunks with one int32 sum a row (two with VNNI; in the plain form two chunks' plane sums are added in
 // int16 first, fp4_planes.h chunk_pair_sums); the activation planes come broadcast in the rows
 // already (fp4_planes.h), so each multiply reads its dword vector from memory instead of a broadcast per dword and
-// row.
+// row. In the plain form a block that some row's planes do not hold goes row by row (fp4_planes.h planes_block):
+// on Zen 1, one thread, `bench-ops --threads 1 --rows 2 --only "expert w" --per-call 200` (two alternating runs,
+// 25th percentiles), the expert w2 of 2 SwiGLU rows 2472-2633 -> 2151-2325 us, w1 of normal rows 2156-2212 ->
+// 1866-2137.
 #include <immintrin.h>
 
 #include <cstdint>
@@ -49,9 +52,16 @@ void rows_groups(const QuantGemmTask& t, int64_t g0) {
 #pragma GCC unroll 8
         for (int64_t b = 0; b < kBlockStride; b += 64)
             _mm_prefetch(reinterpret_cast<const char*>(block + kPrefetchBytes + b), _MM_HINT_T0);
+        // The rows' decode is shared where every row's block fits two planes; in the plain form a block that does
+        // not for some row goes row by row (below), as the GEMV takes it: there the shared loop's two-plane sums of
+        // the rows that need three planes or the chain were work thrown away (a fifth to a third of the blocks of
+        // an expert's w2, on SwiGLU rows).
+        bool shared = true;
+        for (int r = 0; r < R; ++r) shared = shared && (row(r)[layout.exact + kb] & kFp4PlanesExact);
+        shared = shared || Form::kVnni;
         // piece p: group p / 2, rows 0-7 (p even) or 8-15 of it
 #pragma GCC unroll 1
-        for (int p = 0; p < 2 * G; ++p) {
+        for (int p = 0; p < 2 * G && shared; ++p) {
             __m256i s[R];  // int32 sums of lo plane + 256 x hi plane, from the bias correction
             __m256i high[R];  // AvxVnni: the hi plane's sums, shifted into s at the end
 #pragma GCC unroll 4
@@ -92,18 +102,22 @@ void rows_groups(const QuantGemmTask& t, int64_t g0) {
                                 _mm256_mul_ps(_mm256_cvtepi32_ps(s[r]), _mm256_set1_ps(unit)));
             }
         }
-        // a row's block the planes do not hold: its partials again, as the one-row GEMV takes them
+        // the rows' blocks the shared loop did not take (a block the planes do not hold: its partials again), as the
+        // one-row GEMV takes them
 #pragma GCC unroll 1
         for (int r = 0; r < R; ++r) {
             const uint8_t flags = row(r)[layout.exact + kb];
-            if (flags & kFp4PlanesExact) continue;
+            if (shared && (flags & kFp4PlanesExact)) continue;
             __m256 q[G][2];
+            const auto* planes = reinterpret_cast<const int32_t*>(row(r) + 64 * kb);
             const auto* broadcast = reinterpret_cast<const __m256i*>(row(r) + fp4_broadcast_offset(kb_count)) + kb * 16;
-            if (flags & kFp4SumsExact)
-                three_plane_block<G>(reinterpret_cast<const int32_t*>(row(r) + 64 * kb), broadcast,
-                                     reinterpret_cast<const int32_t*>(row(r) + layout.top + 32 * kb),
-                                     reinterpret_cast<const int32_t*>(row(r) + layout.base)[kb],
-                                     reinterpret_cast<const float*>(row(r) + layout.unit)[kb], block, q);
+            const auto* top = reinterpret_cast<const int32_t*>(row(r) + layout.top + 32 * kb);
+            const int32_t base = reinterpret_cast<const int32_t*>(row(r) + layout.base)[kb];
+            const float unit = reinterpret_cast<const float*>(row(r) + layout.unit)[kb];
+            if (flags & kFp4PlanesExact)
+                planes_block<G, 2>(planes, broadcast, top, base, unit, block, q);
+            else if (flags & kFp4SumsExact)
+                planes_block<G, 3>(planes, broadcast, top, base, unit, block, q);
             else
                 chain_block<G>(static_cast<const float*>(t.acts) + r * t.k + kb * 32, block, q);
             for (int g = 0; g < G; ++g) {

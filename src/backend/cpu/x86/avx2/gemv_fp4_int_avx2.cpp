@@ -11,7 +11,7 @@
 // int8 planes (v = 256 * hi + lo, -32896 <= v <= 32639), every partial sum of the block is an integer multiple
 // of 2^(e - 11) below 12 * 32 * 32896 < 2^24 of them: fp32 holds each exactly, so the fp32 kernel's FMA chain
 // never rounds and its partial is the integer sum here times 2^(e - 11) (times the 2^25 its decode carries).
-// Wider blocks whose sums stay exact (kFp4SumsExact) take a third plane (three_plane_block); the rest (a NaN
+// Wider blocks whose sums stay exact (kFp4SumsExact) take a third plane (fp4_planes.h planes_block); the rest (a NaN
 // code, sums that could round) run the fp32 kernel's own chain. Either way the partial enters the
 // same scaling, so a row gives the same bits alone (here) as in a batch: row invariance,
 // tests/ops/row_invariance_test.cpp.
@@ -135,7 +135,7 @@ void gemv_groups(const QuantGemmTask& t, int64_t g0) {
             // the plain form's row has the planes broadcast, the VNNI form's not
             const auto* all = reinterpret_cast<const __m256i*>(row + fp4_broadcast_offset(kb_count));
             const __m256i* broadcast = Form::kVnni ? nullptr : all + kb * 16;
-            three_plane_block<G>(reinterpret_cast<const int32_t*>(row + 64 * kb), broadcast, top, base[kb], unit[kb],
+            planes_block<G, 3>(reinterpret_cast<const int32_t*>(row + 64 * kb), broadcast, top, base[kb], unit[kb],
                                  block, p);
         } else {
             chain_block<G>(a + kb * 32, block, p);
