@@ -132,9 +132,10 @@ void gemv_groups(const QuantGemmTask& t, int64_t g0) {
             }
         } else if (exact[kb] & kFp4SumsExact) {
             const auto* top = reinterpret_cast<const int32_t*>(row + layout.top + 32 * kb);
-            // the plain form's row has the planes broadcast, the VNNI form's not
-            const auto* all = reinterpret_cast<const __m256i*>(row + fp4_broadcast_offset(kb_count));
-            const __m256i* broadcast = Form::kVnni ? nullptr : all + kb * 16;
+            // the plain form's row has the planes broadcast, the VNNI form's not (fp4_row_bytes)
+            const __m256i* broadcast = nullptr;
+            if constexpr (!Form::kVnni)
+                broadcast = reinterpret_cast<const __m256i*>(row + fp4_broadcast_offset(kb_count)) + kb * 16;
             planes_block<G, 3>(reinterpret_cast<const int32_t*>(row + 64 * kb), broadcast, top, base[kb], unit[kb],
                                  block, p);
         } else {
