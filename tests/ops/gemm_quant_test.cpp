@@ -518,7 +518,7 @@ TEST(GemmFp4, BlockSumBetween2To23And2To24) {
 // Blocks at the bound of the AVX2 integer kernels' int16 sums (fp4_planes.h chunk_pair_sums): every weight 6
 // (biased 24) against v = -32768 (a high plane byte of -128) in 31 of 32 columns, so that each vpmaddubsw lane is
 // -6144 and two chunks' sums of a lane -24576, the most negative that fits; summed over all four chunks before
-// widening, they would wrap. Block 0 fits two planes; block 2 needs the third (three_plane_block) for one column of
+// widening, they would wrap. Block 0 fits two planes; block 2 needs the third (planes_block<G, 3>) for one column of
 // 14 * 2^13 (a top plane byte of 2, a high one of -64) beside 30 of v = -32768. 1-4 rows: the GEMV and the GEMM of a
 // few rows; a row of weights -6 (biased 0), random rows and a random block 1 beside them.
 TEST(GemmFp4, PlaneSumsAtTheirBound) {

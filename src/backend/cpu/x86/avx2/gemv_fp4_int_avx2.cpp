@@ -137,7 +137,7 @@ void gemv_groups(const QuantGemmTask& t, int64_t g0) {
             if constexpr (!Form::kVnni)
                 broadcast = reinterpret_cast<const __m256i*>(row + fp4_broadcast_offset(kb_count)) + kb * 16;
             planes_block<G, 3>(reinterpret_cast<const int32_t*>(row + 64 * kb), broadcast, top, base[kb], unit[kb],
-                                 block, p);
+                               block, p);
         } else {
             chain_block<G>(a + kb * 32, block, p);
         }
