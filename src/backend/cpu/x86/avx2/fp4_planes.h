@@ -111,7 +111,9 @@ __attribute__((noinline)) void planes_block(const int32_t* planes, const __m256i
     if constexpr (kPlanes == 3)
         for (int c = 0; c < 2 * Fp4Chunk::kChunks; ++c) tops[c] = _mm256_set1_epi32(top[c]);
 #pragma GCC unroll 8
-    for (int64_t b = 0; b < G * Fp4Chunk::kBlockBytes; b += 64)  // the GEMV's prefetches, which its own loop issues
+    // the block's prefetches, as chain_block issues its own: the GEMV's loop issues them for two-plane blocks only
+    // (the GEMM of 2 rows for every block, where these are repeats, 8 an unshared block at most)
+    for (int64_t b = 0; b < G * Fp4Chunk::kBlockBytes; b += 64)
         _mm_prefetch(reinterpret_cast<const char*>(block + kPrefetchBytes + b), _MM_HINT_T0);
 #pragma GCC unroll 1
     for (int i = 0; i < 2 * G; ++i) {
