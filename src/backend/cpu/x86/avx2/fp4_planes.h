@@ -115,7 +115,9 @@ __attribute__((noinline)) void planes_block(const int32_t* planes, const __m256i
     // (the GEMM of 2 rows for every block, where these are repeats, 8 an unshared block at most)
     for (int64_t b = 0; b < G * Fp4Chunk::kBlockBytes; b += 64)
         _mm_prefetch(reinterpret_cast<const char*>(block + kPrefetchBytes + b), _MM_HINT_T0);
-#pragma GCC unroll 1
+    // the piece positions interleaved, as in the GEMV's loop (one at a time its multiplies' latency shows: w2 on
+    // SwiGLU rows, Zen 1, the scratch harness of docs/PERFORMANCE.md "Fiftieth session", 0.98-0.99x the time)
+#pragma GCC unroll 4
     for (int i = 0; i < 2 * G; ++i) {
         const uint8_t* q = block + (i / 2) * kPackedChunkBytes + (i % 2) * 32;  // chunk 0's piece
         __m256i sum = _mm256_set1_epi32(base);
