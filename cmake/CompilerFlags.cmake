@@ -24,7 +24,10 @@ if(DEEPINFER_WERROR)
   endif()
 endif()
 if(DEEPINFER_EMULATE_AVX512)
-  target_compile_definitions(deepinfer_flags INTERFACE DEEPINFER_EMULATE_AVX512 DEEPINFER_EMULATE_AMX)
+  # (and AVX-VNNI's ymm dot products, so that the AVX2 table's AvxVnni form runs on AVX2-only CPUs too:
+  # src/backend/cpu/x86/avx2/emulated_vnni.h)
+  target_compile_definitions(deepinfer_flags INTERFACE DEEPINFER_EMULATE_AVX512 DEEPINFER_EMULATE_AMX
+                                                       DEEPINFER_EMULATE_AVX_VNNI)
 elseif(DEEPINFER_EMULATE_AMX)
   target_compile_definitions(deepinfer_flags INTERFACE DEEPINFER_EMULATE_AMX)
 endif()

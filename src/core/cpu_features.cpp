@@ -56,6 +56,11 @@ CpuFeatures detect() {
     // AVX2 does
     f.avx512f = f.avx512bw = f.avx512vl = f.avx512dq = f.avx512_bf16 = f.avx512_vnni = f.avx512_vbmi = f.avx2;
 #endif
+#ifdef DEEPINFER_EMULATE_AVX_VNNI
+    // the AVX2 table's AvxVnni form with its dot products emulated (backend/cpu/x86/avx2/emulated_vnni.h); the
+    // EvexVnni form stays where the CPU has it (evex_vnni_native)
+    f.avx_vnni = f.avx2;
+#endif
 #ifdef DEEPINFER_EMULATE_AMX
     // emulated tiles (backend/cpu/x86/avx512/emulated_amx.h) wherever the AVX-512 table runs
     f.amx_bf16 = f.avx512_bf16 && f.avx512_vbmi;

@@ -8,7 +8,12 @@ header's inline function whose copy the linker then shares with every other file
 machine would notice; this disassembles the backend library's AVX2 objects and checks. An instruction is EVEX-encoded
 when its first byte is 0x62 (in 64-bit mode always EVEX); objdump marks VEX-encoded VNNI with {vex}.
 
-Usage: avx2_isa_check.py LIBDEEPINFER_BACKEND_A   (ctest: ops.avx2_isa_check)
+In the emulated build (DEEPINFER_EMULATE_AVX512, preset avx512emu: --vex-vnni-emulated) the AvxVnni form's dot
+products are AVX2 code (src/backend/cpu/x86/avx2/emulated_vnni.h) and its objects are built without -mavxvnni; there
+the check asks for no VEX-encoded VNNI instruction at all, so that one left in inline assembly (which the assembler
+takes whatever the compiler's flags) cannot fault on the AVX2-only CPUs that build runs on.
+
+Usage: avx2_isa_check.py [--vex-vnni-emulated] LIBDEEPINFER_BACKEND_A   (ctest: ops.avx2_isa_check)
 """
 import re
 import shutil
@@ -26,12 +31,15 @@ INSTRUCTION = re.compile(r"^\s*[0-9a-f]+:\t((?:[0-9a-f]{2} )+)\s*\t(?:\{e?vex\}\
 
 
 def main():
-    if len(sys.argv) != 2:
+    args = sys.argv[1:]
+    emulated = "--vex-vnni-emulated" in args
+    args = [a for a in args if a != "--vex-vnni-emulated"]
+    if len(args) != 1:
         sys.exit(__doc__)
     objdump = shutil.which("objdump")
     if not objdump:
         sys.exit("objdump not found (binutils, installed with the compiler)")
-    listing = subprocess.run([objdump, "-d", "-C", sys.argv[1]], check=True,
+    listing = subprocess.run([objdump, "-d", "-C", args[0]], check=True,
                              capture_output=True, text=True).stdout
     member, function = "", ""
     members, functions, vex_vnni, evex_vnni = set(), 0, 0, 0
@@ -52,22 +60,24 @@ def main():
             continue
         evex, mnemonic, operands = m.group(1).startswith("62 "), m.group(2), m.group(3)
         beyond = BEYOND_AVX2.search(operands) or AMX.match(mnemonic)
-        if VNNI.match(mnemonic) and not evex and "AvxVnni" in function and not beyond:
+        if VNNI.match(mnemonic) and not evex and "AvxVnni" in function and not beyond and not emulated:
             vex_vnni += 1
         elif "EvexVnni" in function and (evex or BEYOND_AVX2.search(operands)) and not AMX.match(mnemonic):
             evex_vnni += VNNI.match(mnemonic) is not None
         elif VNNI.match(mnemonic) or evex or beyond:
             faults.append(f"{member}: {function}: {line.strip()}")
     # a scan that saw nothing proves nothing (the library's layout or objdump's format changed)
-    if len(members) < 10 or functions < 50 or vex_vnni == 0 or evex_vnni == 0:
+    if len(members) < 10 or functions < 50 or (vex_vnni == 0) != emulated or evex_vnni == 0:
         sys.exit(f"scan found {len(members)} AVX2 objects, {functions} functions, {vex_vnni} / {evex_vnni} VNNI "
-                 "instructions in the AvxVnni / EvexVnni forms: expected >= 10, >= 50, > 0 and > 0")
+                 "instructions in the AvxVnni / EvexVnni forms: expected >= 10, >= 50, "
+                 f"{'none (emulated)' if emulated else '> 0'} and > 0")
     if faults:
         print(f"{len(faults)} instructions beyond AVX2 outside the VNNI forms (or in the other form's encoding):")
         print("\n".join(faults[:40]))
         sys.exit(1)
-    print(f"{len(members)} AVX2 objects, {functions} functions: AVX2 only, but {vex_vnni} VEX-encoded VNNI "
-          f"instructions in the AvxVnni form and {evex_vnni} EVEX-encoded ones (AVX-512 too) in the EvexVnni form")
+    vex = "its dot products emulated" if emulated else f"{vex_vnni} VEX-encoded VNNI instructions"
+    print(f"{len(members)} AVX2 objects, {functions} functions: AVX2 only, but {vex} in the AvxVnni form and "
+          f"{evex_vnni} EVEX-encoded ones (AVX-512 too) in the EvexVnni form")
 
 
 if __name__ == "__main__":

@@ -28,6 +28,9 @@
 #include <utility>
 
 #include "backend/cpu/x86/avx2/fp4_panel.h"
+#ifdef DEEPINFER_EMULATE_AVX_VNNI
+#include "backend/cpu/x86/avx2/emulated_vnni.h"
+#endif
 
 namespace deepinfer::backend::cpu::avx2 {
 namespace {
@@ -94,31 +97,32 @@ __attribute__((always_inline)) inline void block_sums(const uint8_t* block, cons
     const uint8_t* words3 = words + 3 * stride;  // (row 3: no addressing mode takes 3 * stride)
     const uint8_t* end = block + kPanelBlockBytes;
     const __m256i high = _mm256_set1_epi16(static_cast<int16_t>(0xff00));
-    // One row's products of a pair: x its pair broadcast, w0 / w1 the pair's weights of rows 0-7 / 8-15.
-#define DI_VNNI_ROW(x, w0, w1, s0, s1) \
+    // One row's products of a pair: x its pair broadcast (from src), w0 / w1 the pair's weights of rows 0-7 / 8-15.
+#ifdef DEEPINFER_EMULATE_AVX_VNNI
+#define DI_VNNI_ROW(src, x, w0, w1, s0, s1) \
+    DEEPINFER_EMULATED_VPDPWSSD(src, x, w0, s0) DEEPINFER_EMULATED_VPDPWSSD(src, x, w1, s1)  // (emulated_vnni.h)
+#else
+#define DI_VNNI_ROW(src, x, w0, w1, s0, s1) \
     "%{vex%} vpdpwssd " w0 ", " x ", " s0 "\n\t%{vex%} vpdpwssd " w1 ", " x ", " s1 "\n\t"
-#define DI_PLAIN_ROW(x, w0, w1, s0, s1)                                                     \
+#endif
+#define DI_PLAIN_ROW(src, x, w0, w1, s0, s1)                                                \
     "vpmaddwd " w0 ", " x ", %%ymm3\n\tvpaddd %%ymm3, " s0 ", " s0 "\n\tvpmaddwd " w1 ", " x \
     ", %%ymm3\n\tvpaddd %%ymm3, " s1 ", " s1 "\n\t"
 #define DI_CLOBBERS "ymm0", "ymm1", "ymm2", "ymm3", "ymm4", "ymm5", "cc", "memory"
-    // Row r's broadcast of the pair at byte `off` of its words and its products with w0 / w1 into the sums named
-    // set r 0 / set r 1.
-#define DI_ROW0(ROW, off, w0, w1, set) \
-    "vpbroadcastd " off "(%[w]), %%ymm2\n\t" ROW("%%ymm2", w0, w1, "%[" #set "00]", "%[" #set "01]")
-#define DI_ROW1(ROW, off, w0, w1, set) \
-    "vpbroadcastd " off "(%[w],%[b]), %%ymm2\n\t" ROW("%%ymm2", w0, w1, "%[" #set "10]", "%[" #set "11]")
-#define DI_ROW2(ROW, off, w0, w1, set) \
-    "vpbroadcastd " off "(%[w],%[b],2), %%ymm2\n\t" ROW("%%ymm2", w0, w1, "%[" #set "20]", "%[" #set "21]")
-#define DI_ROW3(ROW, off, w0, w1, set) \
-    "vpbroadcastd " off "(%[w3]), %%ymm2\n\t" ROW("%%ymm2", w0, w1, "%[" #set "30]", "%[" #set "31]")
+    // Row r's broadcast of the pair at src (byte `off` of its words) and its products with w0 / w1 into the sums
+    // named set r 0 / set r 1.
+#define DI_BROADCAST_ROW(ROW, src, w0, w1, set, r) \
+    "vpbroadcastd " src ", %%ymm2\n\t" ROW(src, "%%ymm2", w0, w1, "%[" #set #r "0]", "%[" #set #r "1]")
+#define DI_ROW0(ROW, off, w0, w1, set) DI_BROADCAST_ROW(ROW, off "(%[w])", w0, w1, set, 0)
+#define DI_ROW1(ROW, off, w0, w1, set) DI_BROADCAST_ROW(ROW, off "(%[w],%[b])", w0, w1, set, 1)
+#define DI_ROW2(ROW, off, w0, w1, set) DI_BROADCAST_ROW(ROW, off "(%[w],%[b],2)", w0, w1, set, 2)
+#define DI_ROW3(ROW, off, w0, w1, set) DI_BROADCAST_ROW(ROW, off "(%[w3])", w0, w1, set, 3)
 #define DI_ROWS1(ROW, off, w0, w1, set) DI_ROW0(ROW, off, w0, w1, set)
 #define DI_ROWS2(ROW, off, w0, w1, set) DI_ROWS1(ROW, off, w0, w1, set) DI_ROW1(ROW, off, w0, w1, set)
 #define DI_ROWS3(ROW, off, w0, w1, set) DI_ROWS2(ROW, off, w0, w1, set) DI_ROW2(ROW, off, w0, w1, set)
 #define DI_ROWS4(ROW, off, w0, w1, set) DI_ROWS3(ROW, off, w0, w1, set) DI_ROW3(ROW, off, w0, w1, set)
-#define DI_ROW4(ROW, off, w0, w1, set) \
-    "vpbroadcastd " off "(%[w],%[b],4), %%ymm2\n\t" ROW("%%ymm2", w0, w1, "%[" #set "40]", "%[" #set "41]")
-#define DI_ROW5(ROW, off, w0, w1, set) \
-    "vpbroadcastd " off "(%[w3],%[b],2), %%ymm2\n\t" ROW("%%ymm2", w0, w1, "%[" #set "50]", "%[" #set "51]")
+#define DI_ROW4(ROW, off, w0, w1, set) DI_BROADCAST_ROW(ROW, off "(%[w],%[b],4)", w0, w1, set, 4)
+#define DI_ROW5(ROW, off, w0, w1, set) DI_BROADCAST_ROW(ROW, off "(%[w3],%[b],2)", w0, w1, set, 5)
 #define DI_ROWS5(ROW, off, w0, w1, set) DI_ROWS4(ROW, off, w0, w1, set) DI_ROW4(ROW, off, w0, w1, set)
 #define DI_ROWS6(ROW, off, w0, w1, set) DI_ROWS5(ROW, off, w0, w1, set) DI_ROW5(ROW, off, w0, w1, set)
     // Half a chunk (its low- or high-nibble vectors at byte `at` of the chunk): the shifted pair (words at byte
@@ -214,6 +218,7 @@ __attribute__((always_inline)) inline void block_sums(const uint8_t* block, cons
 #undef DI_ROW2
 #undef DI_ROW1
 #undef DI_ROW0
+#undef DI_BROADCAST_ROW
 #undef DI_CLOBBERS
 #undef DI_PLAIN_ROW
 #undef DI_VNNI_ROW
