@@ -158,9 +158,9 @@ TEST(GemmFp8, SmallShapes) {
     for (const Shape& s : kSmallShapes) run_fp8(s, seed++);
 }
 
-// The AVX2 fp8 GEMM's bit-placing decode (1-4 rows) follows DEEPINFER_YMM_RATE (the ctest variants
+// The AVX2 fp8 GEMM's bit-placing decode (1-4 rows; 1-8 at half rate) follows DEEPINFER_YMM_RATE (the ctest variants
 // ops.gemm_fp8_ymm_half / _full run these tests under each), else the CPU: the two-halves decode on AMD family 17h
-// below model 30h and Hygon 18h.
+// below model 30h and Hygon 18h. (The plain MXFP4 kernels' panel from 3 rows at half rate: ops.gemm_fp4_ymm_*.)
 TEST(GemmFp8, YmmRateFollowsTheSwitch) {
     const std::string forced = env::forced_ymm_rate();
     const bool expect = forced == "half" ? true : forced == "full" ? false : cpu_features().ymm_half_rate;

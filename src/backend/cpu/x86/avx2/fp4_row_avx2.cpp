@@ -153,7 +153,8 @@ void broadcast_planes(int64_t kb_count, uint8_t* out) {
 // What the AVX2 MXFP4 GEMM of n rows reads (gemm_quant_avx2.cpp gemm_fp4): the panel GEMM's words where it runs
 // (fp4_panel_rows: 5+ rows, 3+ in the EvexVnni form); else the planes and their broadcast dwords for 1-2 rows
 // (gemv_fp4_int_avx2.cpp, gemm_fp4_few_rows_avx2.cpp; 3-4 too with AVX-VNNI, whose GEMV broadcasts in registers and
-// takes the planes alone), for 3-4 without it nothing (the fp32 kernel).
+// takes the planes alone), for 3-4 without it nothing (the fp32 kernel; where ymm ops issue as two halves the panel's
+// words, fp4_panel_rows).
 int64_t fp4_row_bytes(int64_t k, int64_t n) {
     if (fp4_panel_rows(n)) return fp4_panel_row(k / 32).bytes;
     if (n == 1 && avx_vnni_enabled()) return fp4_row_layout(k / 32).bytes;

@@ -6,7 +6,9 @@
 
 #include <cstdint>
 
+#include "backend/cpu/x86/avx2/avx2_common.h"
 #include "backend/cpu/x86/isa_ops.h"
+#include "core/cpu_features.h"
 
 namespace deepinfer::backend::cpu::avx2 {
 
@@ -101,6 +103,13 @@ struct Fp8BitsHalfRate : Fp8BitsChunk {  // the layout's constants; its own spli
         decode_columns<Fp8BitsHalfRate>(p, f);
     }
 };
+
+// Activation rows up to which the fp8 GEMM takes the bit-placing decode's stream (gemm_quant_avx2.cpp run), in turns
+// of at most kStreamRows rows, rather than the row group decoded into a panel (by F16C) first: kStreamRows, and 8 where
+// ymm ops issue as two halves (Zen 1). There the panel's decode cost more than the turns' repeated one below ~9 rows
+// (one thread, `bench-ops --threads 1 --rows 5 6 8 12 --only wo_b --per-call 15`: 0.85-0.92x the time at 5-8 rows,
+// 9-10 at parity, 12 1.06-1.15x; docs/PERFORMANCE.md "Fifty-first session").
+inline int64_t fp8_stream_rows() { return ymm_half_rate() ? 8 : kStreamRows; }
 
 // The fp8 GEMV of one activation row with this decode (t.n == 1, t.bits_acts set: the row broadcast, [k][8];
 // gemv_fp8_bits_avx2.cpp).

@@ -142,7 +142,7 @@ void rows_pairs(const QuantGemmTask& t) {
 }
 
 // Out of line: the form's code stays in functions named with it (tests/ops/avx2_isa_check.py). 3-4 rows come here
-// only with VNNI (fp4_row_bytes gives the plain form's to the fp32 kernel).
+// only with VNNI (fp4_row_bytes gives the plain form's to the fp32 kernel, or to the panel: fp4_panel_rows).
 template <class Form>
 __attribute__((noinline)) void rows_of_task(const QuantGemmTask& t) {
     if constexpr (Form::kVnni) {

@@ -109,10 +109,10 @@ void stream_rows(const QuantGemmTask& t, const Chunk& chunk, const Scales& scale
 
 // Pair by pair; a lone last group on its own.
 template <int R, class Chunk, class Scales>
-void stream_all(const QuantGemmTask& t, const Chunk& chunk, const Scales& scales_of) {
+void stream_all(const QuantGemmTask& t, const Chunk& chunk, const Scales& scales_of, int64_t i0 = 0) {
     int64_t g = 0;
-    for (; g + 2 <= t.groups; g += 2) stream_rows<R, 2>(t, chunk, scales_of, g, 0);
-    if (g < t.groups) stream_rows<R, 1>(t, chunk, scales_of, g, 0);
+    for (; g + 2 <= t.groups; g += 2) stream_rows<R, 2>(t, chunk, scales_of, g, i0);
+    if (g < t.groups) stream_rows<R, 1>(t, chunk, scales_of, g, i0);
 }
 
 // Many activation rows: the row group is decoded once into an L2 panel [k][16] (fp32) with its scales,
@@ -153,20 +153,25 @@ void run(const QuantGemmTask& t, const Chunk& chunk, const Scales& scales_of) {
     const int64_t kb_count = t.k / 32;
     float* panel = t.scratch + kActRowChunk * 16;
     float* sw = panel + 16 * t.k;
-    if (t.n <= kStreamRows) {
+    constexpr bool kBits = Chunk::kActScale != 1.0f;  // Fp8BitsChunk: t.bits_acts, scaled once per item
+    if (t.n <= (kBits ? fp8_stream_rows() : kStreamRows)) {
         QuantGemmTask s = t;
-        constexpr bool kBits = Chunk::kActScale != 1.0f;  // Fp8BitsChunk: t.bits_acts, scaled once per item
         if constexpr (kBits) {
             if (t.n == 1) return gemv_fp8_bits(t);  // one row comes broadcast (fp8_bits_acts), for that kernel
-            s.acts = t.bits_acts;
+            s.acts = t.bits_acts;                   // [n, k]
         }
-        switch (t.n) {
-            case 1:
-                if constexpr (!kBits) stream_all<1>(s, chunk, scales_of);
-                break;
-            case 2: stream_all<2>(s, chunk, scales_of); break;
-            case 3: stream_all<3>(s, chunk, scales_of); break;
-            default: stream_all<4>(s, chunk, scales_of); break;
+        // more than kStreamRows rows (Fp8BitsHalfRate: fp8_stream_rows) in turns of 2-4 rows, as even as they go:
+        // a turn of one row would run two FMA chains a group, held by their latency
+        const int64_t turns = (t.n + kStreamRows - 1) / kStreamRows;
+        for (int64_t turn = 0, i0 = 0; turn < turns; ++turn) {
+            const int64_t rows = t.n / turns + (turn < t.n % turns ? 1 : 0);
+            switch (rows) {
+                case 1: stream_all<1>(s, chunk, scales_of, i0); break;  // (t.n == 1 without the bits decode)
+                case 2: stream_all<2>(s, chunk, scales_of, i0); break;
+                case 3: stream_all<3>(s, chunk, scales_of, i0); break;
+                default: stream_all<4>(s, chunk, scales_of, i0); break;
+            }
+            i0 += rows;
         }
         return;
     }
@@ -204,13 +209,13 @@ void run(const QuantGemmTask& t, const Chunk& chunk, const Scales& scales_of) {
 
 }  // namespace
 
-// Activations for Fp8BitsChunk (x 2^119), for at most kStreamRows rows: e4m3 values always; bf16 rows when every
+// Activations for Fp8BitsChunk (x 2^119), for at most fp8_stream_rows() rows: e4m3 values always; bf16 rows when every
 // value is 0 or of magnitude in [2^-100, 2^9) (so no NaN / infinity either). Several rows as [n, k]; one row, for
 // gemv_fp8_bits, broadcast: each value 8 times, [k][8].
 int64_t fp8_bits_acts_bytes(int64_t n, int64_t k) { return (n == 1 ? 8 : n) * k * static_cast<int64_t>(sizeof(float)); }
 
 bool fp8_bits_acts(const void* acts, int64_t n, int64_t k, bool e4m3, void* out) {
-    if (n > kStreamRows) return false;
+    if (n > fp8_stream_rows()) return false;
     const float* a = static_cast<const float*>(acts);
     float* o = static_cast<float*>(out);
     const __m256 magnitude = _mm256_castsi256_ps(_mm256_set1_epi32(0x7fffffff));
@@ -249,7 +254,7 @@ void gemm_fp8(const QuantGemmTask& t) {
     // sum is a multiple of 2^-120 at least, above fp32's subnormals). fp8_bits_acts checked that and scaled them,
     // once per thread and GEMM (t.bits_acts).
     const bool daz = (_mm_getcsr() & 0x0040u) != 0;
-    if (t.plain_codes && t.n <= kStreamRows && !daz && t.bits_acts) {
+    if (t.plain_codes && t.n <= fp8_stream_rows() && !daz && t.bits_acts) {
         if (ymm_half_rate()) run(t, Fp8BitsHalfRate{}, scales);
         else run(t, Fp8BitsChunk{}, scales);
     }
