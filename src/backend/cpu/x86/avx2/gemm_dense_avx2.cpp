@@ -131,17 +131,24 @@ template <class X, class W, class Store>
     auto pass = [&](int rw, const int64_t(&rows)[4]) {
         const typename W::T* wr[4];
         for (int r = 0; r < rw; ++r) wr[r] = w + rows[r] * t.k;
-        for (int64_t i = 0; i < t.n; i += 2) {
-            float res[4][2] = {};
-            const bool two = t.n - i >= 2;
-            if (rw == 4)
-                two ? gemv_tile<X, W, 4, 2>(x + i * t.k, t.k, t.k, wr, res, pf)
-                    : gemv_tile<X, W, 4, 1>(x + i * t.k, t.k, t.k, wr, res, pf);
-            else
-                two ? gemv_tile<X, W, 1, 2>(x + i * t.k, t.k, t.k, wr, res, pf)
-                    : gemv_tile<X, W, 1, 1>(x + i * t.k, t.k, t.k, wr, res, pf);
+        for (int64_t i = 0; i < t.n;) {
+            float res[4][3] = {};
+            // two rows a tile, the last three of an odd count in one (a tile of one row re-reads and re-converts
+            // the pass's weights for a third of the products)
+            const int ra = t.n - i == 3 ? 3 : t.n - i >= 2 ? 2 : 1;
+            const auto* xi = x + i * t.k;
+            if (rw == 4) {
+                if (ra == 3) gemv_tile<X, W, 4, 3>(xi, t.k, t.k, wr, res, pf);
+                else if (ra == 2) gemv_tile<X, W, 4, 2>(xi, t.k, t.k, wr, res, pf);
+                else gemv_tile<X, W, 4, 1>(xi, t.k, t.k, wr, res, pf);
+            } else {
+                if (ra == 3) gemv_tile<X, W, 1, 3>(xi, t.k, t.k, wr, res, pf);
+                else if (ra == 2) gemv_tile<X, W, 1, 2>(xi, t.k, t.k, wr, res, pf);
+                else gemv_tile<X, W, 1, 1>(xi, t.k, t.k, wr, res, pf);
+            }
             for (int r = 0; r < rw; ++r)
-                for (int a = 0; a < (two ? 2 : 1); ++a) store(i + a, rows[r], res[r][a]);
+                for (int a = 0; a < ra; ++a) store(i + a, rows[r], res[r][a]);
+            i += ra;
         }
     };
     for (int64_t j = j0; j < j0 + quarter; ++j) pass(4, {j, j + quarter, j + 2 * quarter, j + 3 * quarter});
