@@ -190,7 +190,7 @@ inline void with_form(F&& f) {
 // kStreamRows + 1 rows, and from 3 in the EvexVnni form, whose zmm tiles took w1 / w2 (Zen 5, streamed, two threads)
 // at 4 rows from 385-391 us on the planes (gemm_fp4_few_rows) to 308-324, at 3 from 300-314 to 249-268; at 2 rows
 // both 229-263. And from 3 in the plain form where ymm ops issue as two halves (Zen 1), whose 3-4 rows otherwise go
-// to the fp32 kernel: one thread, w1 / w2 at 3 rows 0.83-0.85x the time on the panel, at 4 rows 0.73-0.80x; at 2 the
+// to the fp32 kernel: one thread, w1 / w2 at 3 rows 0.83-0.85x the time on the panel, at 4 rows 0.73-0.81x; at 2 the
 // planes stay (w1 1.07-1.16x on the panel; docs/PERFORMANCE.md "Fifty-first session").
 inline constexpr int64_t kEarlyPanelRows = 3;
 inline bool fp4_panel_rows(int64_t n) {

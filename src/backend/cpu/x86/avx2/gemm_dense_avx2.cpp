@@ -18,7 +18,7 @@ namespace {
 
 constexpr int64_t kBlockedMinRows = kDenseBlockedMinRows;  // activation rows from which weights are walked in blocks
 constexpr int64_t kBlockRows = 16;
-constexpr int kTileActs = 3;  // activation rows of a blocked path's tile (the streamed path's take 2)
+constexpr int kTileActs = 3;  // activation rows of a blocked path's tile (the streamed path's 2, or 3 at an odd end)
 constexpr int64_t kConvertedActRows = 64;  // activation rows the blocked path holds as fp32 at a time
 
 struct Bf16 {
