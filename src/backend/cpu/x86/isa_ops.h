@@ -177,11 +177,14 @@ struct DenseGemmTask {
 // holds a block of 16 weight rows and 64 activation rows as fp32, each row k + kDenseAvx2RowPad floats apart
 // (80 of them), AVX-512 the 16-lane sums of 16 weight rows x 128 activation rows between chunks of k after a
 // packed chunk of 16 rows x 512 columns (kDenseBlockedScratchFloats).
+// (The AVX2 table takes it from fewer rows where ymm ops issue as two halves: gemm_dense_avx2.cpp blocked_min_rows;
+// kDenseBlockedFewestRows is the fewest any table does.)
 inline constexpr int64_t kDenseBlockedMinRows = 16;
+inline constexpr int64_t kDenseBlockedFewestRows = 4;
 inline constexpr int64_t kDenseBlockedScratchFloats = 16 * 512 / 2 + 16 * 128 * 16;
 inline constexpr int64_t kDenseAvx2RowPad = 16;
 inline int64_t dense_scratch_floats(int64_t n, int64_t k, int64_t w_bytes) {
-    if (n < kDenseBlockedMinRows || w_bytes != 2) return 0;
+    if (n < kDenseBlockedFewestRows || w_bytes != 2) return 0;
     const int64_t avx2 = 80 * (k + kDenseAvx2RowPad);
     return avx2 > kDenseBlockedScratchFloats ? avx2 : kDenseBlockedScratchFloats;
 }

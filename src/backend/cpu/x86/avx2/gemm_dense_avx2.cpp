@@ -12,6 +12,7 @@
 #include "backend/cpu/x86/avx2/avx2_common.h"
 #include "backend/cpu/x86/block_prefetch.h"
 #include "backend/cpu/x86/isa_ops.h"
+#include "core/cpu_features.h"
 
 namespace deepinfer::backend::cpu::avx2 {
 namespace {
@@ -212,9 +213,21 @@ void blocked_rows(const DenseGemmTask& t, const float* x, int64_t ld, const Stor
     }
 }
 
+// Activation rows from which gemm_any takes the blocked path: kBlockedMinRows, and fewer where ymm ops issue as two
+// halves (Zen 1), whose streamed tiles convert the weights again for every two activation rows (and bf16 activations
+// again for every four weight rows). One thread there, blocked against streamed: gemm_bf16 (wo_a's shape) at 4 / 6 /
+// 8 rows 0.79x / 0.68x / 0.67x the time, at 2-3 rows 1.33x / 0.98x; the head (fp32 activations) at 8 rows 0.88-0.99x,
+// 10-14 rows 0.81-0.87x, 3-6 rows 0.90-1.77x (docs/PERFORMANCE.md "Fifty-first session").
+template <class X>
+int64_t blocked_min_rows() {
+    static_assert(kDenseBlockedFewestRows <= 4, "dense_scratch_floats must cover the blocked path's rows");
+    if (!ymm_half_rate()) return kBlockedMinRows;
+    return sizeof(typename X::T) == 2 ? 4 : 8;
+}
+
 template <class X, class Store>
 void gemm_any(const DenseGemmTask& t, const Store& store) {
-    if (t.n < kBlockedMinRows) {
+    if (t.n < blocked_min_rows<X>()) {
         gemv_range<X, Bf16>(t, 0, t.rows, store);
         return;
     }
