@@ -104,8 +104,26 @@ struct Fp8BitsHalfRate : Fp8BitsChunk {  // the layout's constants; its own spli
     }
 };
 
+// Fp8Chunk's decode (F16C) where ymm ops issue as two halves (Zen 1): the panel GEMM of more than fp8_stream_rows()
+// rows, and the stream of rows fp8_bits_acts refused. Fp8BitsHalfRate's columns (value * 2^-120, subnormal codes as
+// fp32 subnormals) times 2^112, exactly, are value * 2^-8, Fp8Chunk's columns bit for bit, so the tiles and block
+// scales stay as they are. There F16C's path costs a vpermd (4 cycles a ymm) and four vcvtph2ps (2 each) per half
+// chunk. In cache (`bench-ops --in-cache --rows 9 16 32 --only fp8`, two alternating runs) the panel GEMM ran 1.01-1.10x
+// as fast. Weights without NaN codes (PackedWeight::plain_codes); not under DAZ, which would zero the subnormal
+// columns.
+struct Fp8BitsPanel : Fp8BitsHalfRate {
+    static constexpr float kValueScale = 256.0f;  // as Fp8Chunk
+    static constexpr float kActScale = 1.0f;      // the activations as they come
+    template <class F>
+    inline void decode(const uint8_t* p, const F& f) const {
+        const __m256 up = _mm256_set1_ps(0x1p112f);
+        decode_columns<Fp8BitsHalfRate>(
+            p, [&](int j, __m256 col0, __m256 col1) { f(j, _mm256_mul_ps(col0, up), _mm256_mul_ps(col1, up)); });
+    }
+};
+
 // Activation rows up to which the fp8 GEMM takes the bit-placing decode's stream (gemm_quant_avx2.cpp run), in turns
-// of at most kStreamRows rows, rather than the row group decoded into a panel (by F16C) first: kStreamRows, and 8 where
+// of at most kStreamRows rows, rather than the row group decoded into a panel first: kStreamRows, and 8 where
 // ymm ops issue as two halves (Zen 1). There the panel's decode cost more than the turns' repeated one below ~9 rows
 // (one thread, `bench-ops --threads 1 --rows 5 6 8 12 --only wo_b --per-call 15`: 0.85-0.92x the time at 5-8 rows,
 // 9-10 at parity, 12 1.06-1.15x; docs/PERFORMANCE.md "Fifty-first session").

@@ -1,5 +1,6 @@
 // AVX2 block-scaled GEMMs (fp8 x fp8, fp8 x MXFP4) on the packed layouts of backend/cpu/packing.h. Weights
-// are decoded to fp32 columns of 8 rows (fp8 through the F16C converter as value * 2^-8; e2m1 through an
+// are decoded to fp32 columns of 8 rows (fp8 through the F16C converter as value * 2^-8, or the same values by
+// placing bits (fp8_bits_chunk.h); e2m1 through an
 // int8 table as 2^25 * value) and activation rows run over them with FMAs in column order.
 // Products are exact, so each FMA rounds like the reference's `partial += a * w`: the block partials,
 // and with them the whole result, are bit-identical to the scalar reference (spec §4.3).
@@ -258,6 +259,7 @@ void gemm_fp8(const QuantGemmTask& t) {
         if (ymm_half_rate()) run(t, Fp8BitsHalfRate{}, scales);
         else run(t, Fp8BitsChunk{}, scales);
     }
+    else if (t.plain_codes && ymm_half_rate() && !daz) run(t, Fp8BitsPanel{}, scales);  // Fp8Chunk's values
     else if (t.plain_codes) run(t, Fp8Chunk<false>{}, scales);
     else run(t, Fp8Chunk<true>{}, scales);
 }
