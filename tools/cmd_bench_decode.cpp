@@ -54,26 +54,71 @@ struct Round {
     double layers_seconds = 0, layers_roofline = 0;
 };
 
+// The arithmetic peaks a linear's kernels run against (bench-ops' policy): fp32 FMAs for fp32 math; for the
+// others the AVX-512 table's bf16 dot products, or its AMX tiles where it has them, and fp32 FMAs on AVX2.
+struct Peaks {
+    double fp32_gflops = 0, kernels_gflops = 0;
+    bool kernels_on_fp32 = true;  // the table's kernels multiply in fp32 (AVX2): one peak
+    const char* kernels_unit = "fp32 FMA";
+};
+Peaks measure_peaks() {
+    auto median3 = [](auto f) {
+        double v[3] = {f(), f(), f()};
+        std::sort(v, v + 3);
+        return v[1];
+    };
+    ThreadPool& pool = ThreadPool::global();
+    const Isa isa = active_isa() == Isa::kAvx512 ? Isa::kAvx512 : Isa::kAvx2;
+    Peaks p;
+    p.fp32_gflops = median3([&] { return backend::cpu::measure_peak_gflops(isa, false, pool); });
+    if (isa == Isa::kAvx512 && backend::cpu::tile_peak_available()) {
+        p.kernels_gflops = median3([&] { return backend::cpu::measure_tile_peak_gflops(pool); });
+        p.kernels_unit = "AMX tile";
+        p.kernels_on_fp32 = false;
+    } else if (isa == Isa::kAvx512) {
+        p.kernels_gflops = median3([&] { return backend::cpu::measure_peak_gflops(isa, true, pool); });
+        p.kernels_unit = "bf16 dot";
+        p.kernels_on_fp32 = false;
+    } else {
+        p.kernels_gflops = p.fp32_gflops;
+    }
+    return p;
+}
+
 // The median round's linears (ops::OpTimer): per step, each kind and shape's time, bytes and read rate against
-// the round's bandwidth; the rest of the layers' time is everything else (attention, norms, mHC, routing).
-void print_op_profile(const Round& round, int steps, double layers_seconds) {
-    fmt::print("\nlinears of the median round, per step (fraction: GB/s / read bandwidth {:.1f} GB/s)\n",
-               round.bandwidth);
-    fmt::print("{:<44} {:>6} {:>9} {:>9} {:>9} {:>8} {:>6}\n", "linear (kind, rows x cols, activation rows)", "calls",
-               "ms", "us/call", "MB", "GB/s", "frac");
-    double seconds = 0, bytes = 0;
+// the round's bandwidth, flop rate against the peak of its math, and time against its own roofline -- the longer
+// of reading its weights at the bandwidth and doing its flops at the peak (batched steps are compute-bound where
+// n x 2 flops per weight byte pass peak / bandwidth). The rest of the layers' time is everything else (attention,
+// norms, mHC, routing).
+void print_op_profile(const Round& round, const Peaks& peaks, int steps, double layers_seconds) {
+    const std::string peak_text =
+        peaks.kernels_on_fp32
+            ? fmt::format("{:.1f} GFLOP/s of fp32 FMAs", peaks.fp32_gflops)
+            : fmt::format("{:.1f} GFLOP/s of {}, fp32 math {:.1f} of FMAs", peaks.kernels_gflops, peaks.kernels_unit,
+                          peaks.fp32_gflops);
+    fmt::print("\nlinears of the median round, per step (frac: GB/s / read bandwidth {:.1f} GB/s; %peak: GFLOP/s / the "
+               "peak of the kernels' math, {}, which MXFP4 kernels on integer dot products can pass; x roof: time / the "
+               "longer of bytes at the bandwidth and flops at that peak)\n",
+               round.bandwidth, peak_text);
+    fmt::print("{:<44} {:>6} {:>9} {:>9} {:>9} {:>8} {:>6} {:>8} {:>6} {:>7}\n",
+               "linear (kind, rows x cols, activation rows)", "calls", "ms", "us/call", "MB", "GB/s", "frac", "GFLOP/s",
+               "%peak", "x roof");
+    double seconds = 0, bytes = 0, roofline = 0;
     for (const ops::OpStat& s : round.ops) {
-        const double t = s.seconds / steps, b = s.bytes / steps, gbs = b / t / 1e9;
+        const double t = s.seconds / steps, b = s.bytes / steps, f = s.flops / steps, gbs = b / t / 1e9;
+        const double peak = s.fp32_math ? peaks.fp32_gflops : peaks.kernels_gflops;
+        const double roof = std::max(b / (round.bandwidth * 1e9), f / (peak * 1e9));
         seconds += t;
         bytes += b;
-        fmt::print("{:<44} {:>6.1f} {:>9.3f} {:>9.1f} {:>9.2f} {:>8.1f} {:>6.2f}\n", s.name,
+        roofline += roof;
+        fmt::print("{:<44} {:>6.1f} {:>9.3f} {:>9.1f} {:>9.2f} {:>8.1f} {:>6.2f} {:>8.1f} {:>5.0f}% {:>7.2f}\n", s.name,
                    static_cast<double>(s.calls) / steps, t * 1e3, s.seconds / s.calls * 1e6, b / 1e6, gbs,
-                   gbs / round.bandwidth);
+                   gbs / round.bandwidth, f / t / 1e9, 100.0 * f / t / 1e9 / peak, t / roof);
     }
-    fmt::print("linears (head included): {:.3f} ms per step, {:.2f} MB, {:.1f} GB/s ({:.2f} of the bandwidth); the "
-               "layers' other work: {:.3f} ms\n",
+    fmt::print("linears (head included): {:.3f} ms per step, {:.2f} MB, {:.1f} GB/s ({:.2f} of the bandwidth), {:.2f}x "
+               "their rooflines ({:.3f} ms); the layers' other work: {:.3f} ms\n",
                seconds * 1e3, bytes / 1e6, bytes / seconds / 1e9, bytes / seconds / 1e9 / round.bandwidth,
-               (layers_seconds + round.profile.head_seconds / steps - seconds) * 1e3);
+               seconds / roofline, roofline * 1e3, (layers_seconds + round.profile.head_seconds / steps - seconds) * 1e3);
 }
 
 // The median round's calls of the thread pool, per step: how much of the step ran inside them (the rest is the model's
@@ -239,7 +284,7 @@ int run(Options& o) {
                model::head_traffic(c, o.engine.tp) / 1e6, head_roof * 1e3, head / head_roof);
     fmt::print("layers: {:.3f} ms per step vs roofline {:.3f} ms ({:.2f}x); whole step {:.3f} ms\n", sum_time * 1e3,
                sum_roof * 1e3, sum_time / sum_roof, total * 1e3);
-    if (o.op_profile) print_op_profile(med, o.steps, sum_time);
+    if (o.op_profile) print_op_profile(med, measure_peaks(), o.steps, sum_time);
     if (o.thread_profile) print_thread_profile(med, o.steps);
     if (o.json) {
         nlohmann::json j = {{"batch", o.batch}, {"context", mid_context}, {"steps", o.steps}, {"rounds", o.rounds},
@@ -272,8 +317,8 @@ Command make_bench_decode_command() {
         sub->add_option("--ep", o->engine.ep, "Expert-parallel ranks (under mpirun)");
         sub->add_flag("--json", o->json, "Also print the results as JSON");
         sub->add_flag("--op-profile", o->op_profile,
-                      "Also time every linear (weight GEMV / GEMM) by kind and shape: ms, GB/s, fraction of the "
-                      "bandwidth");
+                      "Also time every linear (weight GEMV / GEMM) by kind and shape: ms, GB/s and fraction of the "
+                      "bandwidth, GFLOP/s and fraction of the arithmetic peak, time against its roofline");
         sub->add_flag("--thread-profile", o->thread_profile,
                       "Also show how much of a step runs inside the thread pool's calls and how fully the threads "
                       "work there (many-core scaling)");

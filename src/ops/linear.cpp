@@ -34,26 +34,32 @@ double fp8_bytes(int64_t rows, int64_t cols) {
 }
 double fp4_bytes(int64_t rows, int64_t cols) { return static_cast<double>(rows) * cols * (0.5 + 1.0 / 32); }
 
+double gemm_flops(int64_t rows, int64_t cols, int64_t n) { return 2.0 * static_cast<double>(rows) * cols * n; }
+
 // "kind RxC nN" for one GEMM; "kind grouped Gx RxC nN" (or "mixed shapes") for several.
 template <class Each>
 OpTimer timed_group(const char* kind, int64_t count, Each&& each) {
-    return OpTimer([&](std::string& name, double& bytes) {
+    return OpTimer([&](OpCall& call) {
         int64_t rows = -1, cols = -1, n = -1;
         bool same = true;
         for (int64_t i = 0; i < count; ++i) {
             int64_t r, c, ni;
-            bytes += each(i, r, c, ni);
+            call.bytes += each(i, r, c, ni);
+            call.flops += gemm_flops(r, c, ni);
             if (i > 0 && (r != rows || c != cols || ni != n)) same = false;
             rows = r, cols = c, n = ni;
         }
-        name = same ? fmt::format("{} grouped {}x {}x{} n{}", kind, count, rows, cols, n)
-                    : fmt::format("{} grouped {}x mixed shapes", kind, count);
+        call.name = same ? fmt::format("{} grouped {}x {}x{} n{}", kind, count, rows, cols, n)
+                         : fmt::format("{} grouped {}x mixed shapes", kind, count);
     });
 }
-OpTimer timed(const char* kind, int64_t rows, int64_t cols, int64_t n, double bytes) {
-    return OpTimer([&](std::string& name, double& b) {
-        name = fmt::format("{} {}x{} n{}", kind, rows, cols, n);
-        b = bytes;
+// fp32_math: the kernels multiply in fp32 (their roofline is the FMA peak, bench-decode --op-profile)
+OpTimer timed(const char* kind, int64_t rows, int64_t cols, int64_t n, double bytes, bool fp32_math = false) {
+    return OpTimer([&](OpCall& call) {
+        call.name = fmt::format("{} {}x{} n{}", kind, rows, cols, n);
+        call.bytes = bytes;
+        call.flops = gemm_flops(rows, cols, n);
+        call.fp32_math = fp32_math;
     });
 }
 
@@ -133,13 +139,13 @@ void linear_bf16(const bf16* x, int64_t n, const Bf16Matrix& w, bf16* y) {
 
 void linear_f32(const float* x, int64_t n, const Bf16Matrix& w, float* y) {
     if (n == 0) return;
-    const OpTimer timer = timed("f32 x bf16", w.rows, w.cols, n, 2.0 * w.rows * w.cols);
+    const OpTimer timer = timed("f32 x bf16", w.rows, w.cols, n, 2.0 * w.rows * w.cols, true);
     backend::active_kernels().gemm_f32_bf16w(x, n, w, y, w.rows, ThreadPool::global());
 }
 
 void linear_f32_squares(const bf16* x, int64_t n, const F32Matrix& w, float* y, float* squares) {
     if (n == 0) return;
-    const OpTimer timer = timed("f32 (bf16 x, squares)", w.rows, w.cols, n, 4.0 * w.rows * w.cols);
+    const OpTimer timer = timed("f32 (bf16 x, squares)", w.rows, w.cols, n, 4.0 * w.rows * w.cols, true);
     backend::active_kernels().gemm_f32_squares(x, n, w, y, squares, ThreadPool::global());
 }
 

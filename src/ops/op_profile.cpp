@@ -41,13 +41,15 @@ double OpTimer::now() {
     return std::chrono::duration<double>(std::chrono::steady_clock::now().time_since_epoch()).count();
 }
 
-void OpTimer::record(const std::string& name, double seconds, double bytes) {
+void OpTimer::record(const OpCall& call, double seconds) {
     std::lock_guard lock(g_mutex);
-    OpStat& s = stats()[name];
-    s.name = name;
+    OpStat& s = stats()[call.name];
+    s.name = call.name;
     s.calls += 1;
     s.seconds += seconds;
-    s.bytes += bytes;
+    s.bytes += call.bytes;
+    s.flops += call.flops;
+    s.fp32_math = call.fp32_math;
 }
 
 }  // namespace deepinfer::ops
