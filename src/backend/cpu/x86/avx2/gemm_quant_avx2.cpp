@@ -195,15 +195,20 @@ void run(const QuantGemmTask& t, const Chunk& chunk, const Scales& scales_of) {
         }
         constexpr int kPieces = Chunk::kChunks;
         NextGroup next = next_group<Chunk>(t, g);
-        int64_t i = 0;
-        for (; i + 6 <= t.n; i += 6, next = NextGroup{}) panel_tile<6, kPieces>(t, panel, sw, g, i, next);
-        switch (t.n - i) {
-            case 5: panel_tile<5, kPieces>(t, panel, sw, g, i, next); break;
-            case 4: panel_tile<4, kPieces>(t, panel, sw, g, i, next); break;
-            case 3: panel_tile<3, kPieces>(t, panel, sw, g, i, next); break;
-            case 2: panel_tile<2, kPieces>(t, panel, sw, g, i, next); break;
-            case 1: panel_tile<1, kPieces>(t, panel, sw, g, i, next); break;
-            default: break;
+        // tiles of at most 6 rows, as even as they go: a last tile of 1-2 rows would run 2-4 FMA chains, held by
+        // their latency
+        const int64_t tiles = (t.n + 5) / 6;
+        for (int64_t tile = 0, i = 0; tile < tiles; ++tile, next = NextGroup{}) {
+            const int64_t rows = t.n / tiles + (tile < t.n % tiles ? 1 : 0);
+            switch (rows) {
+                case 6: panel_tile<6, kPieces>(t, panel, sw, g, i, next); break;
+                case 5: panel_tile<5, kPieces>(t, panel, sw, g, i, next); break;
+                case 4: panel_tile<4, kPieces>(t, panel, sw, g, i, next); break;
+                case 3: panel_tile<3, kPieces>(t, panel, sw, g, i, next); break;
+                case 2: panel_tile<2, kPieces>(t, panel, sw, g, i, next); break;
+                default: panel_tile<1, kPieces>(t, panel, sw, g, i, next); break;
+            }
+            i += rows;
         }
     }
 }
