@@ -108,7 +108,7 @@ struct Fp8BitsHalfRate : Fp8BitsChunk {  // the layout's constants; its own spli
 // rows, and the stream of rows fp8_bits_acts refused. Fp8BitsHalfRate's columns (value * 2^-120, subnormal codes as
 // fp32 subnormals) times 2^112, exactly, are value * 2^-8, Fp8Chunk's columns bit for bit, so the tiles and block
 // scales stay as they are. There F16C's path costs a vpermd (4 cycles a ymm) and four vcvtph2ps (2 each) per half
-// chunk. In cache (`bench-ops --in-cache --rows 9 16 32 --only fp8`, two alternating runs) the panel GEMM ran 1.01-1.10x
+// chunk. In cache (`bench-ops --in-cache --rows 9 16 32 --only fp8`, two alternating runs) the panel GEMM ran 1.01-1.12x
 // as fast. Weights without NaN codes (PackedWeight::plain_codes); not under DAZ, which would zero the subnormal
 // columns.
 struct Fp8BitsPanel : Fp8BitsHalfRate {
