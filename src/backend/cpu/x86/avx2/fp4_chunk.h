@@ -20,6 +20,7 @@ struct Fp4Chunk {
     static constexpr int64_t kBlockBytes = 256;
     static constexpr float kValueScale = 1.0f / 33554432.0f;  // 2^-25
     static constexpr float kActScale = 1.0f;
+    static constexpr bool kBroadcastActs = false;
     // dword r = row r; bytes of lo: columns 0, 4, 1, 5; of hi: columns 2, 6, 3, 7 (packing.h)
     static inline void to_int8(const uint8_t* p, __m256i& lo, __m256i& hi) {
         const __m256i lut =

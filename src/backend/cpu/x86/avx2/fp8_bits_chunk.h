@@ -36,6 +36,7 @@ struct Fp8BitsChunk {
     static constexpr int64_t kBlockBytes = 512;
     static constexpr float kValueScale = 2.0f;
     static constexpr float kActScale = 0x1p119f;
+    static constexpr bool kBroadcastActs = false;  // the stream's activation rows [n, k] (fp8_bits_acts)
 
     // 32 bytes (a half chunk: 8 rows x 4 columns) -> col[j], rows 0-7 of column j. One byte shuffle gathers
     // each row's 4 codes into its dword (columns 0, 1 in the low word, 2, 3 in the high word; packing.h puts
@@ -85,6 +86,15 @@ struct Fp8BitsChunk {
 // the loads leave alone: streamed, wq_b / wo_b at one row 0.94-0.96x / 0.91-0.92x the time (forty-eighth session);
 // it reads the byte before a prepared weight's stream, which PackedWeight::kLeadBytes keeps mapped.
 struct Fp8BitsHalfRate : Fp8BitsChunk {  // the layout's constants; its own split, column and decode
+    // The 2-8-row stream (gemm_quant_avx2.cpp stream_rows) reads each activation broadcast in memory, [n][k][8] as
+    // the one-row GEMV does, and takes a half chunk's four columns into its rows' chains before the next half's:
+    // the FMAs read their activation from memory, with no vbroadcastss beside the decode (a scratch loop: 8 FMAs
+    // with 4 broadcasts and 4 other vector ops 8.8-9.3 units, with the activations from memory 7.2-7.3), and only
+    // one half chunk's split is live, so 4 rows' 8 chains fit the registers (before: a chain and the mask
+    // spilled). Each chain still takes its columns in order: the same bits. Two threads, `bench-ops --rows 4 5 6
+    // 7 8 --only fp8 --per-call 10` (two alternating rounds, 25th percentiles): 0.78-0.95x the time at 4-8 rows;
+    // 2-3 rows within the noise (docs/PERFORMANCE.md "Fifty-second session").
+    static constexpr bool kBroadcastActs = true;
     struct Split {
         __m256i even, odd;  // words 0-3 | 4-7 of each lane: columns 0 | 2 (even), 1 | 3 (odd), masked
     };
@@ -114,6 +124,7 @@ struct Fp8BitsHalfRate : Fp8BitsChunk {  // the layout's constants; its own spli
 struct Fp8BitsPanel : Fp8BitsHalfRate {
     static constexpr float kValueScale = 256.0f;  // as Fp8Chunk
     static constexpr float kActScale = 1.0f;      // the activations as they come
+    static constexpr bool kBroadcastActs = false;
     template <class F>
     inline void decode(const uint8_t* p, const F& f) const {
         const __m256 up = _mm256_set1_ps(0x1p112f);

@@ -26,6 +26,7 @@ struct Fp8Chunk {
     static constexpr int64_t kBlockBytes = 512;
     static constexpr float kValueScale = 256.0f;  // through F16C as value * 2^-8
     static constexpr float kActScale = 1.0f;
+    static constexpr bool kBroadcastActs = false;
     // 32 bytes (8 rows x 4 columns) -> fp16 words: lane 0 columns 0 | 1, lane 1 columns 2 | 3
     static inline void to_fp16(const uint8_t* p, __m256i& w01, __m256i& w23) {
         // per 128-bit lane: the bytes of columns 0, 1, 2, 3 of the lane's 4 rows, one dword each
@@ -66,7 +67,8 @@ struct Fp8Chunk {
 template <int R, int G, class Chunk, class Scales>
 void stream_rows(const QuantGemmTask& t, const Chunk& chunk, const Scales& scales_of, int64_t g0, int64_t i0) {
     const int64_t kb_count = t.k / 32;
-    const float* a = static_cast<const float*>(t.acts) + i0 * t.k;
+    constexpr int64_t kLanes = Chunk::kBroadcastActs ? 8 : 1;
+    const float* a = static_cast<const float*>(t.acts) + i0 * t.k * kLanes;
     float* acc = t.scratch;  // [G][R][16]
     for (int e = 0; e < 16 * R * G; e += 8) _mm256_store_ps(acc + e, _mm256_setzero_ps());
     // G = 2 only for a whole pair, G = 1 only for a lone group: the strides are G chunks and G blocks
@@ -83,15 +85,31 @@ void stream_rows(const QuantGemmTask& t, const Chunk& chunk, const Scales& scale
 #pragma GCC unroll 1
             for (int c = 0; c < Chunk::kChunks; ++c) {
                 _mm_prefetch(reinterpret_cast<const char*>(block + c * kPieceStride + kPrefetchBytes), _MM_HINT_T0);
-                chunk.decode(block + c * kPieceStride, [&](int j, __m256 col0, __m256 col1) {
-                    const int64_t k = kb * 32 + c * Chunk::kCols + j;
+                if constexpr (Chunk::kBroadcastActs) {
+                    // Fp8BitsHalfRate: half chunk by half chunk, the activations read broadcast [n][k][8]
+                    const float* xc = a + (kb * 32 + c * Chunk::kCols) * 8;
+#pragma GCC unroll 2
+                    for (int h = 0; h < 2; ++h) {
+                        const typename Chunk::Split sp = Chunk::split(block + c * kPieceStride + 32 * h);
 #pragma GCC unroll 4
-                    for (int r = 0; r < R; ++r) {
-                        const __m256 x = _mm256_broadcast_ss(a + r * t.k + k);
-                        p[r][0] = _mm256_fmadd_ps(col0, x, p[r][0]);
-                        p[r][1] = _mm256_fmadd_ps(col1, x, p[r][1]);
+                        for (int j = 0; j < Chunk::kCols; ++j) {
+                            const __m256 col = Chunk::column(sp, j);  // rows 0-7 (h = 0) or 8-15 of column j
+#pragma GCC unroll 4
+                            for (int r = 0; r < R; ++r)
+                                p[r][h] = _mm256_fmadd_ps(col, _mm256_load_ps(xc + (r * t.k + j) * 8), p[r][h]);
+                        }
                     }
-                });
+                } else {
+                    chunk.decode(block + c * kPieceStride, [&](int j, __m256 col0, __m256 col1) {
+                        const int64_t k = kb * 32 + c * Chunk::kCols + j;
+#pragma GCC unroll 4
+                        for (int r = 0; r < R; ++r) {
+                            const __m256 x = _mm256_broadcast_ss(a + r * t.k + k);
+                            p[r][0] = _mm256_fmadd_ps(col0, x, p[r][0]);
+                            p[r][1] = _mm256_fmadd_ps(col1, x, p[r][1]);
+                        }
+                    });
+                }
             }
             __m256 sw0, sw1;
             scales_of(g0 + g, kb, sw0, sw1);
@@ -217,8 +235,13 @@ void run(const QuantGemmTask& t, const Chunk& chunk, const Scales& scales_of) {
 
 // Activations for Fp8BitsChunk (x 2^119), for at most fp8_stream_rows() rows: e4m3 values always; bf16 rows when every
 // value is 0 or of magnitude in [2^-100, 2^9) (so no NaN / infinity either). Several rows as [n, k]; one row, for
-// gemv_fp8_bits, broadcast: each value 8 times, [k][8].
-int64_t fp8_bits_acts_bytes(int64_t n, int64_t k) { return (n == 1 ? 8 : n) * k * static_cast<int64_t>(sizeof(float)); }
+// gemv_fp8_bits, and every row where Fp8BitsHalfRate's stream reads them (kBroadcastActs) broadcast: each value 8
+// times, [n][k][8].
+bool broadcast_bits_acts(int64_t n) { return n == 1 || (Fp8BitsHalfRate::kBroadcastActs && ymm_half_rate()); }
+
+int64_t fp8_bits_acts_bytes(int64_t n, int64_t k) {
+    return (broadcast_bits_acts(n) ? 8 : 1) * n * k * static_cast<int64_t>(sizeof(float));
+}
 
 bool fp8_bits_acts(const void* acts, int64_t n, int64_t k, bool e4m3, void* out) {
     if (n > fp8_stream_rows()) return false;
@@ -227,11 +250,12 @@ bool fp8_bits_acts(const void* acts, int64_t n, int64_t k, bool e4m3, void* out)
     const __m256 magnitude = _mm256_castsi256_ps(_mm256_set1_epi32(0x7fffffff));
     const __m256 lo = _mm256_set1_ps(0x1p-100f), hi = _mm256_set1_ps(0x1p9f), zero = _mm256_setzero_ps();
     const __m256 scale = _mm256_set1_ps(Fp8BitsChunk::kActScale);
+    const bool broadcast = broadcast_bits_acts(n);
     __m256 bad = zero;
     for (int64_t i = 0; i < n * k; i += 8) {  // k is a multiple of 32
         const __m256 v = _mm256_loadu_ps(a + i);
         const __m256 scaled = _mm256_mul_ps(v, scale);
-        if (n == 1) {
+        if (broadcast) {
             alignas(32) float s[8];
             _mm256_store_ps(s, scaled);
 #pragma GCC unroll 8
