@@ -91,9 +91,9 @@ struct Fp8BitsHalfRate : Fp8BitsChunk {  // the layout's constants; its own spli
     // the FMAs read their activation from memory, with no vbroadcastss beside the decode (a scratch loop: 8 FMAs
     // with 4 broadcasts and 4 other vector ops 8.8-9.3 units, with the activations from memory 7.2-7.3), and only
     // one half chunk's split is live, so 4 rows' 8 chains fit the registers (before: a chain and the mask
-    // spilled). Each chain still takes its columns in order: the same bits. Two threads, `bench-ops --rows 4 5 6
-    // 7 8 --only fp8 --per-call 10` (two alternating rounds, 25th percentiles): 0.78-0.95x the time at 4-8 rows;
-    // 2-3 rows within the noise (docs/PERFORMANCE.md "Fifty-second session").
+    // spilled). Each chain still takes its columns in order: the same bits. Two threads, `bench-ops --per-call 10`
+    // (two alternating rounds, 25th percentiles): wq_b and wo_b 0.78-0.95x the time at 4-8 rows, Engram wkv
+    // 0.85-1.07x; 2-3 rows within the noise (docs/PERFORMANCE.md "Fifty-second session").
     static constexpr bool kBroadcastActs = true;
     struct Split {
         __m256i even, odd;  // words 0-3 | 4-7 of each lane: columns 0 | 2 (even), 1 | 3 (odd), masked
