@@ -90,7 +90,8 @@ Peaks measure_peaks() {
 // of reading its weights at the bandwidth and doing its flops at the peak (batched steps are compute-bound where
 // n x 2 flops per weight byte pass peak / bandwidth). The rest of the layers' time is everything else (attention,
 // norms, mHC, routing).
-void print_op_profile(const Round& round, const Peaks& peaks, int steps, double layers_seconds) {
+// Returns the same per linear as JSON rows (per step: seconds, bytes, flops, roofline_seconds).
+nlohmann::json print_op_profile(const Round& round, const Peaks& peaks, int steps, double layers_seconds) {
     const std::string peak_text =
         peaks.kernels_on_fp32
             ? fmt::format("{:.1f} GFLOP/s of fp32 FMAs", peaks.fp32_gflops)
@@ -104,6 +105,7 @@ void print_op_profile(const Round& round, const Peaks& peaks, int steps, double 
                "linear (kind, rows x cols, activation rows)", "calls", "ms", "us/call", "MB", "GB/s", "frac", "GFLOP/s",
                "%peak", "x roof");
     double seconds = 0, bytes = 0, roofline = 0;
+    nlohmann::json rows = nlohmann::json::array();
     for (const ops::OpStat& s : round.ops) {
         const double t = s.seconds / steps, b = s.bytes / steps, f = s.flops / steps, gbs = b / t / 1e9;
         const double peak = s.fp32_math ? peaks.fp32_gflops : peaks.kernels_gflops;
@@ -114,11 +116,15 @@ void print_op_profile(const Round& round, const Peaks& peaks, int steps, double 
         fmt::print("{:<44} {:>6.1f} {:>9.3f} {:>9.1f} {:>9.2f} {:>8.1f} {:>6.2f} {:>8.1f} {:>5.0f}% {:>7.2f}\n", s.name,
                    static_cast<double>(s.calls) / steps, t * 1e3, s.seconds / s.calls * 1e6, b / 1e6, gbs,
                    gbs / round.bandwidth, f / t / 1e9, 100.0 * f / t / 1e9 / peak, t / roof);
+        rows.push_back({{"linear", s.name}, {"calls", static_cast<double>(s.calls) / steps}, {"seconds", t},
+                        {"bytes", b}, {"flops", f}, {"fp32_math", s.fp32_math}, {"peak_gflops", peak},
+                        {"roofline_seconds", roof}});
     }
     fmt::print("linears (head included): {:.3f} ms per step, {:.2f} MB, {:.1f} GB/s ({:.2f} of the bandwidth), {:.2f}x "
                "their rooflines ({:.3f} ms); the layers' other work: {:.3f} ms\n",
                seconds * 1e3, bytes / 1e6, bytes / seconds / 1e9, bytes / seconds / 1e9 / round.bandwidth,
                seconds / roofline, roofline * 1e3, (layers_seconds + round.profile.head_seconds / steps - seconds) * 1e3);
+    return rows;
 }
 
 // The median round's calls of the thread pool, per step: how much of the step ran inside them (the rest is the model's
@@ -284,13 +290,15 @@ int run(Options& o) {
                model::head_traffic(c, o.engine.tp) / 1e6, head_roof * 1e3, head / head_roof);
     fmt::print("layers: {:.3f} ms per step vs roofline {:.3f} ms ({:.2f}x); whole step {:.3f} ms\n", sum_time * 1e3,
                sum_roof * 1e3, sum_time / sum_roof, total * 1e3);
-    if (o.op_profile) print_op_profile(med, measure_peaks(), o.steps, sum_time);
+    nlohmann::json linears;
+    if (o.op_profile) linears = print_op_profile(med, measure_peaks(), o.steps, sum_time);
     if (o.thread_profile) print_thread_profile(med, o.steps);
     if (o.json) {
         nlohmann::json j = {{"batch", o.batch}, {"context", mid_context}, {"steps", o.steps}, {"rounds", o.rounds},
                             {"round_ratios", ratios}, {"tp", o.engine.tp}, {"ep", o.engine.ep},
                             {"read_bandwidth_gbs", bandwidth}, {"blocks", rows}, {"head_seconds", head},
                             {"step_seconds", total}};
+        if (o.op_profile) j["linears"] = linears;  // the median round's, per step
         fmt::print("{}\n", j.dump());
     }
     if (world) {
@@ -315,7 +323,7 @@ Command make_bench_decode_command() {
                                                "round is reported")->check(CLI::PositiveNumber);
         sub->add_option("--tp", o->engine.tp, "Tensor-parallel ranks (under mpirun)");
         sub->add_option("--ep", o->engine.ep, "Expert-parallel ranks (under mpirun)");
-        sub->add_flag("--json", o->json, "Also print the results as JSON");
+        sub->add_flag("--json", o->json, "Also print the results as JSON (with --op-profile, each linear's too)");
         sub->add_flag("--op-profile", o->op_profile,
                       "Also time every linear (weight GEMV / GEMM) by kind and shape: ms, GB/s and fraction of the "
                       "bandwidth, GFLOP/s and fraction of the arithmetic peak, time against its roofline");
