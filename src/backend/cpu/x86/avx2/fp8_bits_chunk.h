@@ -14,7 +14,8 @@ namespace deepinfer::backend::cpu::avx2 {
 
 // f(j, rows 0-7, rows 8-15) for the 4 columns of the 64-byte chunk at p by the decode D (below: D::split of a half
 // chunk, D::column of the split), in column order; each column made just before its use, which keeps the registers
-// of a 3-4-row stream free (all 8 at once spilled there). The 2-4-row stream's decode (gemm_quant_avx2.cpp).
+// of a 3-4-row stream free (all 8 at once spilled there). The 2-4-row stream's decode (gemm_quant_avx2.cpp) where ymm
+// ops run at full width, and Fp8BitsPanel's; Fp8BitsHalfRate's stream takes the half chunks one by one instead.
 template <class D, class F>
 inline void decode_columns(const uint8_t* p, const F& f) {
     const typename D::Split a = D::split(p);
