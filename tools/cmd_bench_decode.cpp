@@ -37,11 +37,9 @@ struct Options {
 // streaming read probe of bench-ops (the best ISA's vector loads); median of 3 passes, GB/s.
 double measure_read_bandwidth(const AlignedBuffer& buffer) {
     const Isa isa = backend::cpu::isa_supported(Isa::kAvx512) ? Isa::kAvx512 : Isa::kAvx2;
-    double v[3];
-    for (double& x : v)
-        x = backend::cpu::measure_read_gbps(isa, buffer.data(), buffer.size() / 256 * 256, ThreadPool::global());
-    std::sort(v, v + 3);
-    return v[1];
+    return backend::cpu::median_of_3([&] {
+        return backend::cpu::measure_read_gbps(isa, buffer.data(), buffer.size() / 256 * 256, ThreadPool::global());
+    });
 }
 
 // One round of timed decode steps with the read bandwidth measured just before and after it.
@@ -54,30 +52,24 @@ struct Round {
     double layers_seconds = 0, layers_roofline = 0;
 };
 
-// The arithmetic peaks a linear's kernels run against (bench-ops' policy): fp32 FMAs for fp32 math; for the
-// others the AVX-512 table's bf16 dot products, or its AMX tiles where it has them, and fp32 FMAs on AVX2.
+// The arithmetic peaks a linear's kernels run against (backend::cpu::measure_table_peak_gflops, bench-ops' policy).
 struct Peaks {
     double fp32_gflops = 0, kernels_gflops = 0;
     bool kernels_on_fp32 = true;  // the table's kernels multiply in fp32 (AVX2): one peak
     const char* kernels_unit = "fp32 FMA";
 };
 Peaks measure_peaks() {
-    auto median3 = [](auto f) {
-        double v[3] = {f(), f(), f()};
-        std::sort(v, v + 3);
-        return v[1];
-    };
     ThreadPool& pool = ThreadPool::global();
-    const Isa isa = active_isa() == Isa::kAvx512 ? Isa::kAvx512 : Isa::kAvx2;
+    const Isa table = active_isa();
+    auto peak = [&](bool fp32_math) {
+        return backend::cpu::median_of_3(
+            [&] { return backend::cpu::measure_table_peak_gflops(table, fp32_math, pool); });
+    };
     Peaks p;
-    p.fp32_gflops = median3([&] { return backend::cpu::measure_peak_gflops(isa, false, pool); });
-    if (isa == Isa::kAvx512 && backend::cpu::tile_peak_available()) {
-        p.kernels_gflops = median3([&] { return backend::cpu::measure_tile_peak_gflops(pool); });
-        p.kernels_unit = "AMX tile";
-        p.kernels_on_fp32 = false;
-    } else if (isa == Isa::kAvx512) {
-        p.kernels_gflops = median3([&] { return backend::cpu::measure_peak_gflops(isa, true, pool); });
-        p.kernels_unit = "bf16 dot";
+    p.fp32_gflops = peak(true);
+    if (table == Isa::kAvx512) {
+        p.kernels_gflops = peak(false);
+        p.kernels_unit = backend::cpu::tile_peak_available() ? "AMX tile" : "bf16 dot";
         p.kernels_on_fp32 = false;
     } else {
         p.kernels_gflops = p.fp32_gflops;
@@ -98,8 +90,8 @@ nlohmann::json print_op_profile(const Round& round, const Peaks& peaks, int step
             : fmt::format("{:.1f} GFLOP/s of {}, fp32 math {:.1f} of FMAs", peaks.kernels_gflops, peaks.kernels_unit,
                           peaks.fp32_gflops);
     fmt::print("\nlinears of the median round, per step (frac: GB/s / read bandwidth {:.1f} GB/s; %peak: GFLOP/s / the "
-               "peak of the kernels' math, {}, which MXFP4 kernels on integer dot products can pass; x roof: time / the "
-               "longer of bytes at the bandwidth and flops at that peak)\n",
+               "peak of the kernels' math, {}, which MXFP4 kernels on integer dot products can pass; x roof: time / "
+               "the longer of bytes at the bandwidth and flops at that peak)\n",
                round.bandwidth, peak_text);
     fmt::print("{:<44} {:>6} {:>9} {:>9} {:>9} {:>8} {:>6} {:>8} {:>6} {:>7}\n",
                "linear (kind, rows x cols, activation rows)", "calls", "ms", "us/call", "MB", "GB/s", "frac", "GFLOP/s",
@@ -123,7 +115,8 @@ nlohmann::json print_op_profile(const Round& round, const Peaks& peaks, int step
     fmt::print("linears (head included): {:.3f} ms per step, {:.2f} MB, {:.1f} GB/s ({:.2f} of the bandwidth), {:.2f}x "
                "their rooflines ({:.3f} ms); the layers' other work: {:.3f} ms\n",
                seconds * 1e3, bytes / 1e6, bytes / seconds / 1e9, bytes / seconds / 1e9 / round.bandwidth,
-               seconds / roofline, roofline * 1e3, (layers_seconds + round.profile.head_seconds / steps - seconds) * 1e3);
+               seconds / roofline, roofline * 1e3,
+               (layers_seconds + round.profile.head_seconds / steps - seconds) * 1e3);
     return rows;
 }
 

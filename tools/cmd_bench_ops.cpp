@@ -515,25 +515,19 @@ int run_bench(const Options& o) {
     // use the measurements taken around each case).
     AlignedBuffer stream = make_buffer(static_cast<size_t>(total), o.hugepages);
     const Isa peak_isa = isa == Isa::kAvx2 ? Isa::kAvx2 : probe_isa;
-    auto median3 = [](const std::function<double()>& f) {
-        double v[3] = {f(), f(), f()};
-        std::sort(v, v + 3);
-        return v[1];
-    };
+    using backend::cpu::median_of_3;
     auto read_gbps = [&] {
-        return median3([&] { return backend::cpu::measure_read_gbps(probe_isa, stream.data(), stream.size(), pool); });
+        return median_of_3(
+            [&] { return backend::cpu::measure_read_gbps(probe_isa, stream.data(), stream.size(), pool); });
     };
     // The bf16 kernels' peak: the AMX tile peak where the AVX-512 table runs on tiles (its fp8 and MXFP4 GEMMs of
     // 5+ rows do; against the bf16-dot peak they read 300-600% at n = 64), else the bf16-dot peak.
     const bool tiles = isa == Isa::kAvx512 && backend::cpu::tile_peak_available();
     auto peak_gflops = [&](bool dot) {
-        return median3([&] {
-            return dot && tiles ? backend::cpu::measure_tile_peak_gflops(pool)
-                                : backend::cpu::measure_peak_gflops(peak_isa, dot, pool);
-        });
+        return median_of_3([&] { return backend::cpu::measure_table_peak_gflops(isa, !dot, pool); });
     };
     auto dot_gflops = [&] {
-        return median3([&] { return backend::cpu::measure_peak_gflops(peak_isa, true, pool); });
+        return median_of_3([&] { return backend::cpu::measure_peak_gflops(peak_isa, true, pool); });
     };
     fmt::print(stderr, "measuring read bandwidth ({:.1f} GiB, {} threads) and peak FLOP/s...\n", total / (1u << 30),
                pool.size());

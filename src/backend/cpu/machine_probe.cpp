@@ -70,6 +70,13 @@ double measure_peak_gflops(Isa isa, bool bf16_dot, ThreadPool& pool) {
     return peak_probe_flops_per_thread(isa, bf16_dot) * pool.size() / s / 1e9 + sink.load();
 }
 
+double measure_table_peak_gflops(Isa table, bool fp32_math, ThreadPool& pool) {
+    const bool avx512 = table != Isa::kAvx2 && best_isa() == Isa::kAvx512 && isa_supported(Isa::kAvx512);
+    const Isa probe = avx512 ? Isa::kAvx512 : Isa::kAvx2;
+    if (!fp32_math && table == Isa::kAvx512 && tile_peak_available()) return measure_tile_peak_gflops(pool);
+    return measure_peak_gflops(probe, !fp32_math, pool);
+}
+
 namespace {
 // 4 products of 16 x 16 x 32 (2 flops each) per iteration: ~64 M cycles at one product per 16 cycles.
 constexpr int64_t kTileProbeIters = 1'000'000;

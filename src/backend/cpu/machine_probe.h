@@ -2,6 +2,7 @@
 // with all threads, and peak FLOP/s of fp32 FMAs and bf16 dot products (vdpbf16ps) per ISA, and of AMX tiles.
 #pragma once
 
+#include <algorithm>
 #include <cstddef>
 #include <cstdint>
 
@@ -22,6 +23,19 @@ double measure_read_gbps(Isa isa, const uint8_t* buf, size_t bytes, ThreadPool& 
 double measure_peak_gflops(Isa isa, bool bf16_dot, ThreadPool& pool);
 // The floating-point operations each thread performs in one measure_peak_gflops call.
 double peak_probe_flops_per_thread(Isa isa, bool bf16_dot);
+
+// The peak of the math a kernel table's GEMMs run on (bench-ops' %peak, bench-decode --op-profile's rooflines): fp32
+// FMAs for fp32 math; for the others the AMX tile peak where the AVX-512 table runs on tiles, else the bf16-dot peak
+// (the FMA loop on the AVX2 table). The scalar table is held to the best vector ISA's probes here.
+double measure_table_peak_gflops(Isa table, bool fp32_math, ThreadPool& pool);
+
+// The median of three runs of a probe (the machine is shared).
+template <class Probe>
+double median_of_3(Probe&& probe) {
+    double v[3] = {probe(), probe(), probe()};
+    std::sort(v, v + 3);
+    return v[1];
+}
 
 // GFLOP/s of tdpbf16ps on tiles held in registers on every thread of the pool: the AMX tile peak, the ceiling of
 // the AVX-512 table's kernels that run on tiles; 0 where amx_enabled() is false.

@@ -126,6 +126,10 @@ void stream_rows(const QuantGemmTask& t, const Chunk& chunk, const Scales& scale
         for (int r = 0; r < R; ++r) store_rows(t, g0 + g, i0 + r, acc + 16 * (g * R + r));
 }
 
+// Part i of n rows cut into `parts` parts as even as they go (the first n % parts one row longer): the stream's turns
+// and the panel's tiles, where a short last part would run few FMA chains, held by their latency.
+inline int64_t even_part(int64_t n, int64_t parts, int64_t i) { return n / parts + (i < n % parts ? 1 : 0); }
+
 // Pair by pair; a lone last group on its own.
 template <int R, class Chunk, class Scales>
 void stream_all(const QuantGemmTask& t, const Chunk& chunk, const Scales& scales_of, int64_t i0 = 0) {
@@ -183,7 +187,7 @@ void run(const QuantGemmTask& t, const Chunk& chunk, const Scales& scales_of) {
         // a turn of one row would run two FMA chains a group, held by their latency
         const int64_t turns = (t.n + kStreamRows - 1) / kStreamRows;
         for (int64_t turn = 0, i0 = 0; turn < turns; ++turn) {
-            const int64_t rows = t.n / turns + (turn < t.n % turns ? 1 : 0);
+            const int64_t rows = even_part(t.n, turns, turn);
             switch (rows) {
                 case 1: stream_all<1>(s, chunk, scales_of, i0); break;  // (t.n == 1 without the bits decode)
                 case 2: stream_all<2>(s, chunk, scales_of, i0); break;
@@ -217,7 +221,7 @@ void run(const QuantGemmTask& t, const Chunk& chunk, const Scales& scales_of) {
         // their latency
         const int64_t tiles = (t.n + 5) / 6;
         for (int64_t tile = 0, i = 0; tile < tiles; ++tile, next = NextGroup{}) {
-            const int64_t rows = t.n / tiles + (tile < t.n % tiles ? 1 : 0);
+            const int64_t rows = even_part(t.n, tiles, tile);
             switch (rows) {
                 case 6: panel_tile<6, kPieces>(t, panel, sw, g, i, next); break;
                 case 5: panel_tile<5, kPieces>(t, panel, sw, g, i, next); break;
