@@ -14,6 +14,7 @@
 #include <memory>
 #include <random>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "backend/cpu/machine_probe.h"
@@ -529,11 +530,6 @@ int run_bench(const Options& o) {
     auto dot_gflops = [&] {
         return median_of_3([&] { return backend::cpu::measure_peak_gflops(peak_isa, true, pool); });
     };
-    fmt::print(stderr, "measuring read bandwidth ({:.1f} GiB, {} threads) and peak FLOP/s...\n", total / (1u << 30),
-               pool.size());
-    const double load_start = load_average();
-    Machine m{read_gbps(), peak_gflops(false), dot_gflops(), tiles ? peak_gflops(true) : 0.0};
-    std::vector<double> all_bw{m.read_gbps}, all_fp32{m.fp32_gflops}, all_bf16{tiles ? m.tile_gflops : m.bf16_gflops};
     const int64_t max_n = *std::max_element(o.rows.begin(), o.rows.end());
     const Inputs in(max_n, 8192, kernels, pool);
     AlignedBuffer y = make_buffer(static_cast<size_t>(max_n) * 129280 * 4, false);
@@ -574,6 +570,18 @@ int run_bench(const Options& o) {
     };
     int step = 0;
     const int steps = static_cast<int>(std::count_if(specs.begin(), specs.end(), selected) * o.rows.size());
+    if (steps == 0) {
+        std::string names;
+        for (const Spec& spec : specs)
+            names += fmt::format("{}{} ({})", names.empty() ? "" : ", ", spec.weight, spec.kernel);
+        fmt::print(stderr, "bench-ops: --only '{}' matches no kernel or weight; there are: {}\n", o.only, names);
+        return 2;
+    }
+    fmt::print(stderr, "measuring read bandwidth ({:.1f} GiB, {} threads) and peak FLOP/s...\n", total / (1u << 30),
+               pool.size());
+    const double load_start = load_average();
+    Machine m{read_gbps(), peak_gflops(false), dot_gflops(), tiles ? peak_gflops(true) : 0.0};
+    std::vector<double> all_bw{m.read_gbps}, all_fp32{m.fp32_gflops}, all_bf16{tiles ? m.tile_gflops : m.bf16_gflops};
     std::vector<PerCall> per_calls;
     for (const Spec& spec : specs) {
         if (!selected(spec)) continue;
@@ -773,6 +781,17 @@ int run_in_cache(const Options& o) {
         fmt::print(stderr, "bench-ops: this CPU cannot run the {} kernels\n", isa_name(isa));
         return 2;
     }
+    static const char* kNames[] = {"gemm_fp8", "gemm_fp4", "gemm_bf16", "gemm_f32_bf16w", "gemm_f32"};
+    auto selected = [&](int kind) {
+        return o.only.empty() || std::string_view(kNames[kind]).find(o.only) != std::string_view::npos;
+    };
+    int kinds = 0;
+    for (int kind = 0; kind < 5; ++kind) kinds += selected(kind);
+    if (kinds == 0) {
+        fmt::print(stderr, "bench-ops: --only '{}' matches no in-cache kernel; there are: {}, {}, {}, {}, {}\n", o.only,
+                   kNames[0], kNames[1], kNames[2], kNames[3], kNames[4]);
+        return 2;
+    }
     const Kernels& k = backend::kernels_for(isa);
     ThreadPool one(1);
     const Isa peak_isa = isa == Isa::kAvx512 ? Isa::kAvx512 : Isa::kAvx2;
@@ -802,6 +821,7 @@ int run_in_cache(const Options& o) {
     const int64_t rows = 256, max_n = *std::max_element(o.rows.begin(), o.rows.end());
     fmt::print("{:<15} {:>10} {:>3} {:>10} {:>9} {:>6}\n", "kernel", "shape", "n", "GB/s/core", "GFLOP/s", "%peak");
     for (int kind = 0; kind < 5; ++kind) {
+        if (!selected(kind)) continue;
         const int64_t cols = kind == 1 ? 4096 : 2048;
         std::vector<uint8_t> codes(rows * cols), scales(rows * cols / 32);
         if (kind == 0) fill_fp8_codes(codes.data(), codes.size(), 5);
@@ -824,7 +844,6 @@ int run_in_cache(const Options& o) {
         backend::Bf16Matrix wh{wb.data(), rows, cols};
         if ((kind == 2 || kind == 3) && k.prepare_bf16) k.prepare_bf16(wh, &pw, one);
         if ((kind == 2 || kind == 3) && pw.layout != backend::PackedLayout::kNone) wh.prepared = &pw;
-        static const char* kNames[] = {"gemm_fp8", "gemm_fp4", "gemm_bf16", "gemm_f32_bf16w", "gemm_f32"};
         const double wbytes = kind == 0   ? rows * cols
                               : kind == 1 ? rows * cols / 2 + rows * cols / 32
                               : kind == 4 ? rows * cols * 4
@@ -855,6 +874,31 @@ int run_in_cache(const Options& o) {
     return 0;
 }
 
+// The options each mode reads. One given to a mode that does not read it is refused, not silently ignored.
+std::vector<std::string> options_read(const Options& o) {
+    if (o.rowwise) return {"--rowwise"};  // fixed ops and shapes, every kernel table, one thread
+    if (o.in_cache) return {"--in-cache", "--isa", "--rows", "--only"};  // one thread
+    if (o.per_call > 0) return {"--per-call", "--threads", "--isa", "--rows", "--quick", "--only", "--no-hugepages"};
+    return {"--threads", "--isa", "--iters", "--rows", "--quick", "--only", "--thread-profile", "--no-hugepages",
+            "--json"};
+}
+
+const char* mode_name(const Options& o) {
+    return o.rowwise ? "--rowwise" : o.in_cache ? "--in-cache" : o.per_call > 0 ? "--per-call" : "the streamed table";
+}
+
+// The options given to `sub` that `reads` lacks, comma-separated ("" if none).
+std::string unread_options(const CLI::App& sub, const std::vector<std::string>& reads) {
+    std::string unread;
+    for (const CLI::Option* opt : sub.get_options()) {
+        if (opt->count() == 0 || opt->get_lnames().empty()) continue;
+        const std::string name = "--" + opt->get_lnames().front();
+        if (name == "--help" || name == "--help-all") continue;
+        if (std::find(reads.begin(), reads.end(), name) == reads.end()) unread += (unread.empty() ? "" : ", ") + name;
+    }
+    return unread;
+}
+
 }  // namespace
 
 double cpu_seconds_per_call(const std::function<void()>& f) {
@@ -881,10 +925,11 @@ Command make_bench_ops_command() {
             ->check(CLI::PositiveNumber);
         sub->add_option("--rows", opts->rows, "Activation rows n to measure (default 1 4 16 64)")->delimiter(',');
         sub->add_flag("--quick", opts->quick, "0.5 GiB of weight copies and at most 2 samples (smoke test)");
-        sub->add_option("--only", opts->only, "Only the weights whose kernel or name contains this text");
+        sub->add_option("--only", opts->only,
+                        "Only the weights whose kernel or name contains this text (with --in-cache: the kernels)");
         sub->add_flag("--in-cache", opts->in_cache,
                       "Instead: per-core compute ceilings, one thread on L2-resident weights, timed in thread CPU "
-                      "time (robust on a shared machine)");
+                      "time (robust on a shared machine); reads --isa, --rows and --only");
         sub->add_flag("--rowwise", opts->rowwise,
                       "Instead: the row-wise ops (RMSNorm, SwiGLU, RoPE, Sinkhorn, mHC, top-k, Engram gather) of "
                       "every kernel table on one thread, side by side");
@@ -897,10 +942,10 @@ Command make_bench_ops_command() {
             ->check(CLI::PositiveNumber);
         sub->add_flag("!--no-hugepages", opts->hugepages, "Do not ask for transparent huge pages on weight buffers");
         sub->add_option("--json", opts->json, "Also write the results as JSON to this file ('-' for stdout)");
-        sub->callback([opts, exit_code] {
-            if (opts->per_call > 0 && (opts->in_cache || opts->rowwise || !opts->json.empty())) {
-                fmt::print(stderr, "bench-ops: --per-call prints its own table; it takes none of --in-cache, "
-                                   "--rowwise, --json\n");
+        sub->callback([opts, exit_code, sub] {
+            const std::string unread = unread_options(*sub, options_read(*opts));
+            if (!unread.empty()) {
+                fmt::print(stderr, "bench-ops: {} does not read {}\n", mode_name(*opts), unread);
                 *exit_code = 2;
                 return;
             }

@@ -68,7 +68,7 @@ for stage in ${@:-bench decode tests}; do
       echo "ctest exit $?"; grep -E "tests passed|\*\*\*" "$OUT/tests.log" ;;
     incache)
       stamp bench-ops --in-cache
-      "$D" bench-ops --in-cache --rows 1 16 64 256 --iters 3 > "$OUT/incache.log" 2>&1
+      "$D" bench-ops --in-cache --rows 1 16 64 256 > "$OUT/incache.log" 2>&1
       grep -v "^\[" "$OUT/incache.log" ;;
     threads)
       for t in $(nproc) $(( $(nproc) / 2 )); do
