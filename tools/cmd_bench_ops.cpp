@@ -887,16 +887,16 @@ const char* mode_name(const Options& o) {
     return o.rowwise ? "--rowwise" : o.in_cache ? "--in-cache" : o.per_call > 0 ? "--per-call" : "the streamed table";
 }
 
-// The options given to `sub` that `reads` lacks, comma-separated ("" if none).
+// The options given to `sub` that `reads` lacks (--help aside), comma-separated ("" if none).
 std::string unread_options(const CLI::App& sub, const std::vector<std::string>& reads) {
-    std::string unread;
-    for (const CLI::Option* opt : sub.get_options()) {
-        if (opt->count() == 0 || opt->get_lnames().empty()) continue;
-        const std::string name = "--" + opt->get_lnames().front();
-        if (name == "--help" || name == "--help-all") continue;
-        if (std::find(reads.begin(), reads.end(), name) == reads.end()) unread += (unread.empty() ? "" : ", ") + name;
-    }
-    return unread;
+    std::vector<const CLI::Option*> unread;
+    for (const CLI::Option* opt : sub.get_options())
+        if (!opt->get_lnames().empty()) {
+            const std::string name = "--" + opt->get_lnames().front();
+            if (name != "--help" && name != "--help-all" && std::find(reads.begin(), reads.end(), name) == reads.end())
+                unread.push_back(opt);
+        }
+    return given_option_names(unread);
 }
 
 }  // namespace

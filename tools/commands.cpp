@@ -19,6 +19,14 @@ Command make_bench_comm_command();
 Command make_version_command();
 Command make_bench_ops_command();
 
+std::string given_option_names(const std::vector<const CLI::Option*>& options) {
+    std::string names;
+    for (const CLI::Option* opt : options)
+        if (opt->count() > 0 && !opt->get_lnames().empty())
+            names += (names.empty() ? "--" : ", --") + opt->get_lnames().front();
+    return names;
+}
+
 std::vector<Command> all_commands() {
     return {make_generate_command(),     make_serve_command(),        make_bench_command(),
             make_make_tiny_command(),    make_inspect_command(),      make_draft_command(),

@@ -5,6 +5,7 @@
 #include <CLI/CLI.hpp>
 
 #include <functional>
+#include <string>
 
 #include "deepinfer/engine.h"
 #include <vector>
@@ -19,6 +20,10 @@ std::vector<Command> all_commands();
 
 // The engine options shared by generate, serve and bench (defined in cmd_generate.cpp).
 void add_engine_options(CLI::App* sub, EngineConfig* config);
+
+// The long names ("--name") of those of `options` given on the command line, comma-separated ("" if none): for a
+// mode of a subcommand that refuses options it would not read rather than ignore them.
+std::string given_option_names(const std::vector<const CLI::Option*>& options);
 
 
 }  // namespace deepinfer::cli

@@ -43,6 +43,19 @@ class BenchTest(unittest.TestCase):
             self.check_results({"results": [res]}, [res["concurrency"]], 3, lens, 5)
         self.assertIn("requests done", err)  # progress output
 
+    def test_options_of_the_other_mode_refused(self):
+        # an online option offline, and an engine option online (the server has its own): refused before any run or
+        # connection, naming them
+        rc, out, err = bench("--request-rate", 5, "--api-key", "k", "--num-prompts", 1)
+        self.assertEqual(rc, 2, err)
+        self.assertIn("--request-rate, --api-key apply to an online run (--url) only", err)
+        self.assertEqual(out, "")
+        rc, out, err = bench("--url", "http://127.0.0.1:9", "--threads", 2, "--max-num-seqs", 4)
+        self.assertEqual(rc, 2, err)
+        self.assertIn("not --threads, --max-num-seqs (give them to deepinfer serve)", err)
+        self.assertNotIn("127.0.0.1", err)  # no connection tried
+        self.assertEqual(out, "")
+
     def test_online(self):
         server = ServerProcess()
         try:
