@@ -196,13 +196,18 @@ Command make_generate_command() {
         o->params.max_tokens = 32;
         auto* sub = app.add_subcommand("generate", "Generate text offline through the engine");
         add_engine_options(sub, &o->engine);
-        sub->add_option("--prompt", o->prompt, "Prompt text");
-        sub->add_option("--prompt-ids", o->prompt_ids, "Prompt token ids, comma separated");
-        sub->add_option("--prompts-file", o->prompts_file, "JSONL: one {\"prompt\": ...} or {\"prompt_ids\": [...]} per line");
+        const CLI::Option* prompt = sub->add_option("--prompt", o->prompt, "Prompt text");
+        const CLI::Option* prompt_ids =
+            sub->add_option("--prompt-ids", o->prompt_ids, "Prompt token ids, comma separated");
+        const CLI::Option* prompts_file = sub->add_option(
+            "--prompts-file", o->prompts_file, "JSONL: one {\"prompt\": ...} or {\"prompt_ids\": [...]} per line");
         sub->add_option("--output", o->output_file, "Write JSONL results here");
-        sub->add_option("--teacher-ids", o->teacher_ids, "Teacher-force this continuation (comma separated ids)");
-        sub->add_option("--dump-logits", o->dump_logits, "Write the fp32 logits of every step as .npy [steps, vocab]");
-        sub->add_option("--max-tokens", o->params.max_tokens, "New tokens at most");
+        const CLI::Option* teacher = sub->add_option(
+            "--teacher-ids", o->teacher_ids,
+            "Teacher-force this continuation (comma separated ids); the run takes its length + 1 steps");
+        const CLI::Option* dump = sub->add_option(
+            "--dump-logits", o->dump_logits, "Write the fp32 logits of every step as .npy [steps, vocab] (one prompt)");
+        const CLI::Option* max_tokens = sub->add_option("--max-tokens", o->params.max_tokens, "New tokens at most");
         sub->add_option("--temperature", o->params.temperature, "0 = greedy");
         sub->add_option("--top-p", o->params.top_p, "Nucleus sampling mass");
         sub->add_option("--top-k", o->params.top_k, "Keep the k most likely tokens (0 = off)");
@@ -211,7 +216,23 @@ Command make_generate_command() {
         sub->add_option("--stop", o->stop, "Stop string (repeatable)");
         sub->add_flag("--ignore-eos", o->params.ignore_eos, "Keep generating past the end-of-sequence token");
         sub->add_flag("--json", o->json, "Print JSON instead of text");
-        sub->callback([o, exit_code] {
+        sub->callback([=] {
+            // Options that would otherwise be dropped without a word: one prompt source; teacher forcing and the
+            // logits dump take the one prompt of --prompt / --prompt-ids; teacher forcing sets the step count.
+            std::string refused;
+            if (given_option_names({prompt, prompt_ids, prompts_file}).find(',') != std::string::npos)
+                refused = "give one of --prompt, --prompt-ids, --prompts-file, not " +
+                          given_option_names({prompt, prompt_ids, prompts_file});
+            else if (prompts_file->count() > 0 && (teacher->count() > 0 || dump->count() > 0))
+                refused = given_option_names({teacher, dump}) + ": one prompt only (--prompt or --prompt-ids), not "
+                          "--prompts-file";
+            else if (teacher->count() > 0 && max_tokens->count() > 0)
+                refused = "--teacher-ids runs its length + 1 steps; not --max-tokens";
+            if (!refused.empty()) {
+                fmt::print(stderr, "generate: {}\n", refused);
+                *exit_code = 2;
+                return;
+            }
             *exit_code = run_with_ranks(o->engine, [&](dist::Comm* world) { return run(*o, world); });
         });
     }};

@@ -1,0 +1,56 @@
+"""`deepinfer generate` refuses option combinations it would otherwise resolve without a word: two prompt sources
+(one used, the other dropped), teacher forcing or the logits dump with --prompts-file (they were ignored there, the
+dump written empty), and --max-tokens beside --teacher-ids (which sets the step count itself). Each is refused
+before the model loads, naming the options. Env: DEEPINFER_BIN.
+"""
+import os
+import subprocess
+import tempfile
+import unittest
+
+BIN = os.environ.get("DEEPINFER_BIN", "build/release/tools/deepinfer")
+
+
+def generate(*args):
+    return subprocess.run([BIN, "generate", *map(str, args)], capture_output=True, text=True, timeout=120)
+
+
+class GenerateOptionsTest(unittest.TestCase):
+    def assert_refused(self, args, message):
+        r = generate(*args)
+        self.assertEqual(r.returncode, 2, (args, r.stderr))
+        self.assertIn(message, r.stderr, args)
+        self.assertNotIn("loading", r.stderr, args)  # refused before the checkpoint loads
+        self.assertEqual(r.stdout, "", args)
+
+    def test_refused_combinations(self):
+        with tempfile.TemporaryDirectory() as tmp:
+            prompts = os.path.join(tmp, "p.jsonl")
+            with open(prompts, "w") as f:
+                f.write('{"prompt_ids": [1, 2, 3]}\n')
+            dump = os.path.join(tmp, "x.npy")
+            self.assert_refused(["--prompt", "hi", "--prompt-ids", "1,2"],
+                                "give one of --prompt, --prompt-ids, --prompts-file, not --prompt, --prompt-ids")
+            self.assert_refused(["--prompt-ids", "1,2", "--prompts-file", prompts], "not --prompt-ids, --prompts-file")
+            self.assert_refused(["--prompts-file", prompts, "--dump-logits", dump],
+                                "--dump-logits: one prompt only (--prompt or --prompt-ids), not --prompts-file")
+            self.assert_refused(["--prompts-file", prompts, "--teacher-ids", "4,5", "--dump-logits", dump],
+                                "--teacher-ids, --dump-logits: one prompt only")
+            self.assert_refused(["--prompt-ids", "1,2", "--teacher-ids", "4,5", "--max-tokens", 3],
+                                "--teacher-ids runs its length + 1 steps; not --max-tokens")
+            self.assertFalse(os.path.exists(dump))
+
+    def test_teacher_forcing_still_runs(self):
+        # the goldens' form (tests/model/test_goldens.py): prompt ids, teacher ids, temperature 0, the dump
+        with tempfile.TemporaryDirectory() as tmp:
+            dump = os.path.join(tmp, "t.npy")
+            r = generate("--threads", 2, "--prompt-ids", "1,2,3", "--teacher-ids", "5,6", "--temperature", 0,
+                         "--dump-logits", dump)
+            self.assertEqual(r.returncode, 0, r.stderr)
+            with open(dump, "rb") as f:
+                header = f.read(128).decode("latin-1")
+            self.assertIn("'shape': (3,", header)  # rows 0..len(teacher)
+
+
+if __name__ == "__main__":
+    unittest.main()
