@@ -78,9 +78,18 @@ Command make_make_tiny_command() {
         sub->add_option("--tokenizer", o->tokenizer_dir,
                         "Directory of a V3-family tokenizer.json: write the V4.1-style tokenizer (129,280 ids) "
                         "instead of the synthetic one");
-        sub->add_option("--vocab", o->vocab, "Vocabulary size of the synthetic tokenizer (>= 512)");
+        const CLI::Option* vocab =
+            sub->add_option("--vocab", o->vocab, "Vocabulary size of the synthetic tokenizer (>= 512)");
         sub->add_option("--shard-size", o->shard_mb, "Largest shard in MiB");
-        sub->callback([o, exit_code] { *exit_code = run(*o); });
+        sub->callback([o, exit_code, vocab] {
+            if (vocab->count() > 0 && !o->tokenizer_dir.empty()) {  // the V4.1-style tokenizer has its own size
+                fmt::print(stderr, "make-tiny: --vocab sizes the synthetic tokenizer; not with --tokenizer (129,280 "
+                                   "ids)\n");
+                *exit_code = 2;
+                return;
+            }
+            *exit_code = run(*o);
+        });
     }};
 }
 

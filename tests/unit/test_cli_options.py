@@ -1,7 +1,8 @@
-"""`deepinfer generate` refuses option combinations it would otherwise resolve without a word: two prompt sources
-(one used, the other dropped), teacher forcing or the logits dump with --prompts-file (they were ignored there, the
-dump written empty), and --max-tokens beside --teacher-ids (which sets the step count itself). Each is refused
-before the model loads, naming the options. Env: DEEPINFER_BIN.
+"""Option combinations the CLI would otherwise resolve without a word are refused, naming the options, before any
+work: `generate` with two prompt sources (one used, the other dropped), teacher forcing or the logits dump with
+--prompts-file (they were ignored there, the dump written empty), or --max-tokens beside --teacher-ids (which sets the
+step count itself); `make-tiny` with --vocab beside --tokenizer (whose V4.1-style tokenizer has its own size).
+(`bench-ops` and `bench`: tests/unit/test_bench_ops_cli.py, tests/e2e/test_server_bench.py.) Env: DEEPINFER_BIN.
 """
 import os
 import subprocess
@@ -11,8 +12,15 @@ import unittest
 BIN = os.environ.get("DEEPINFER_BIN", "build/release/tools/deepinfer")
 
 
+SHARED = os.environ.get("DEEPINFER_SHARED_DATA", "../shared/data")
+
+
+def deepinfer(*args):
+    return subprocess.run([BIN, *map(str, args)], capture_output=True, text=True, timeout=120)
+
+
 def generate(*args):
-    return subprocess.run([BIN, "generate", *map(str, args)], capture_output=True, text=True, timeout=120)
+    return deepinfer("generate", *args)
 
 
 class GenerateOptionsTest(unittest.TestCase):
@@ -50,6 +58,17 @@ class GenerateOptionsTest(unittest.TestCase):
             with open(dump, "rb") as f:
                 header = f.read(128).decode("latin-1")
             self.assertIn("'shape': (3,", header)  # rows 0..len(teacher)
+
+
+class MakeTinyOptionsTest(unittest.TestCase):
+    def test_vocab_with_the_v41_tokenizer_refused(self):
+        with tempfile.TemporaryDirectory() as tmp:
+            out = os.path.join(tmp, "ckpt")
+            r = deepinfer("make-tiny", "--out", out, "--tokenizer", os.path.join(SHARED, "deepseek-v3-tokenizer"),
+                          "--vocab", 1024)
+            self.assertEqual(r.returncode, 2, r.stderr)
+            self.assertIn("--vocab sizes the synthetic tokenizer; not with --tokenizer", r.stderr)
+            self.assertFalse(os.path.exists(out))
 
 
 if __name__ == "__main__":
