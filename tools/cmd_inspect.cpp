@@ -72,9 +72,17 @@ Command make_inspect_command() {
         auto* sub = app.add_subcommand("inspect", "Validate a checkpoint and print its census, layer roles and cache size");
         auto model = std::make_shared<std::string>();
         auto released = std::make_shared<bool>(false);
-        sub->add_option("--model", *model, "Checkpoint directory (default: the built-in tiny checkpoint)");
+        const CLI::Option* model_opt =
+            sub->add_option("--model", *model, "Checkpoint directory (default: the built-in tiny checkpoint)");
         sub->add_flag("--released-config", *released, "Describe the released configuration (no weights needed)");
-        sub->callback([=] { *exit_code = run(*model, *released); });
+        sub->callback([=] {
+            if (*released && model_opt->count() > 0) {  // it reads no checkpoint
+                fmt::print(stderr, "inspect: --released-config describes the release itself; not with --model\n");
+                *exit_code = 2;
+                return;
+            }
+            *exit_code = run(*model, *released);
+        });
     }};
 }
 

@@ -64,10 +64,19 @@ Command make_make_tokenizer_command() {
         auto* sub = app.add_subcommand("make-tokenizer", "Write a generated tokenizer.json and tokenizer_config.json");
         sub->add_option("--kind", args->kind, "synthetic (built-in tiny tokenizer) or v41 (V4.1-style from a V3 file)")
             ->required();
-        sub->add_option("--from", args->from, "V3-family tokenizer.json (for --kind v41)");
-        sub->add_option("--vocab-size", args->vocab_size, "Vocabulary size (for --kind synthetic)");
+        const CLI::Option* from = sub->add_option("--from", args->from, "V3-family tokenizer.json (for --kind v41)");
+        const CLI::Option* vocab =
+            sub->add_option("--vocab-size", args->vocab_size, "Vocabulary size (for --kind synthetic)");
         sub->add_option("--out", args->out_dir, "Output directory")->required();
-        sub->callback([args, exit_code] {
+        sub->callback([args, exit_code, from, vocab] {
+            // each kind reads one of the two; the other, given, would be dropped
+            const CLI::Option* unread = args->kind == "synthetic" ? from : args->kind == "v41" ? vocab : nullptr;
+            if (unread && unread->count() > 0) {
+                fmt::print(stderr, "make-tokenizer: --kind {} does not read {}\n", args->kind,
+                           given_option_names({unread}));
+                *exit_code = 2;
+                return;
+            }
             Status s = run(*args);
             if (!s.is_ok()) fmt::print(stderr, "error: {}\n", s.message());
             *exit_code = s.is_ok() ? 0 : 1;

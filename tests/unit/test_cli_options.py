@@ -1,7 +1,8 @@
 """Option combinations the CLI would otherwise resolve without a word are refused, naming the options, before any
 work: `generate` with two prompt sources (one used, the other dropped), teacher forcing or the logits dump with
 --prompts-file (they were ignored there, the dump written empty), or --max-tokens beside --teacher-ids (which sets the
-step count itself); `make-tiny` with --vocab beside --tokenizer (whose V4.1-style tokenizer has its own size).
+step count itself); `make-tiny` with --vocab beside --tokenizer (whose V4.1-style tokenizer has its own size);
+`make-tokenizer` with the option of the other --kind; `inspect --released-config` with --model.
 (`bench-ops` and `bench`: tests/unit/test_bench_ops_cli.py, tests/e2e/test_server_bench.py.) Env: DEEPINFER_BIN.
 """
 import os
@@ -69,6 +70,31 @@ class MakeTinyOptionsTest(unittest.TestCase):
             self.assertEqual(r.returncode, 2, r.stderr)
             self.assertIn("--vocab sizes the synthetic tokenizer; not with --tokenizer", r.stderr)
             self.assertFalse(os.path.exists(out))
+
+
+class OtherOptionsTest(unittest.TestCase):
+    def test_make_tokenizer_refuses_the_other_kinds_option(self):
+        with tempfile.TemporaryDirectory() as tmp:
+            out = os.path.join(tmp, "tok")
+            for args, message in ((["--kind", "synthetic", "--from", "x.json"],
+                                   "--kind synthetic does not read --from"),
+                                  (["--kind", "v41", "--from", "x.json", "--vocab-size", 600],
+                                   "--kind v41 does not read --vocab-size")):
+                r = deepinfer("make-tokenizer", *args, "--out", out)
+                self.assertEqual(r.returncode, 2, r.stderr)
+                self.assertIn(message, r.stderr)
+                self.assertFalse(os.path.exists(out))
+            r = deepinfer("make-tokenizer", "--kind", "synthetic", "--vocab-size", 600, "--out", out)
+            self.assertEqual(r.returncode, 0, r.stderr)
+            self.assertTrue(os.path.exists(os.path.join(out, "tokenizer.json")))
+
+    def test_inspect_released_config_reads_no_model(self):
+        r = deepinfer("inspect", "--released-config", "--model", "/nonexistent")
+        self.assertEqual(r.returncode, 2, r.stderr)
+        self.assertIn("--released-config describes the release itself; not with --model", r.stderr)
+        r = deepinfer("inspect", "--released-config")
+        self.assertEqual(r.returncode, 0, r.stderr)
+        self.assertIn("vocab 129280", r.stdout)
 
 
 if __name__ == "__main__":
