@@ -220,7 +220,7 @@ Command make_generate_command() {
             // Options that would otherwise be dropped without a word: one prompt source; teacher forcing and the
             // logits dump take the one prompt of --prompt / --prompt-ids; teacher forcing sets the step count.
             std::string refused;
-            if (given_option_names({prompt, prompt_ids, prompts_file}).find(',') != std::string::npos)
+            if (prompt->count() + prompt_ids->count() + prompts_file->count() > 1)
                 refused = "give one of --prompt, --prompt-ids, --prompts-file, not " +
                           given_option_names({prompt, prompt_ids, prompts_file});
             else if (prompts_file->count() > 0 && (teacher->count() > 0 || dump->count() > 0))

@@ -86,7 +86,7 @@ struct Fp8BitsChunk {
 // at 2 rows, 0.87-0.96x at 4. The early load replaced a one-byte shift (`vpslldq`) on the shuffle pipes, which
 // the loads leave alone: streamed, wq_b / wo_b at one row 0.94-0.96x / 0.91-0.92x the time (forty-eighth session);
 // it reads the byte before a prepared weight's stream, which PackedWeight::kLeadBytes keeps mapped.
-struct Fp8BitsHalfRate : Fp8BitsChunk {  // the layout's constants; its own split, column and decode
+struct Fp8BitsHalfRate : Fp8BitsChunk {  // the layout's constants; its own split and column
     // The 2-8-row stream (gemm_quant_avx2.cpp stream_rows) reads each activation broadcast in memory, [n][k][8] as
     // the one-row GEMV does, and takes a half chunk's four columns into its rows' chains before the next half's:
     // the FMAs read their activation from memory, with no vbroadcastss beside the decode (a scratch loop: 8 FMAs
@@ -109,10 +109,10 @@ struct Fp8BitsHalfRate : Fp8BitsChunk {  // the layout's constants; its own spli
         const __m256i w = j % 2 ? s.odd : s.even, zero = _mm256_setzero_si256();
         return _mm256_castsi256_ps(j < 2 ? _mm256_unpacklo_epi16(zero, w) : _mm256_unpackhi_epi16(zero, w));
     }
+    // Its stream takes split and column itself and Fp8BitsPanel decodes with them: hide Fp8BitsChunk's decode, whose
+    // multiply form this CPU class runs slowly
     template <class F>
-    inline void decode(const uint8_t* p, const F& f) const {
-        decode_columns<Fp8BitsHalfRate>(p, f);
-    }
+    void decode(const uint8_t* p, const F& f) const = delete;
 };
 
 // Fp8Chunk's decode (F16C) where ymm ops issue as two halves (Zen 1): the panel GEMM of more than fp8_stream_rows()

@@ -176,8 +176,10 @@ void run(const QuantGemmTask& t, const Chunk& chunk, const Scales& scales_of) {
     const int64_t kb_count = t.k / 32;
     float* panel = t.scratch + kActRowChunk * 16;
     float* sw = panel + 16 * t.k;
-    constexpr bool kBits = Chunk::kActScale != 1.0f;  // Fp8BitsChunk: t.bits_acts, scaled once per item
-    if (t.n <= (kBits ? fp8_stream_rows() : kStreamRows)) {
+    // Fp8BitsChunk / Fp8BitsHalfRate: t.bits_acts, which fp8_bits_acts makes for at most fp8_stream_rows() rows
+    // (gemm_fp8), so these decodes always stream; the panel below is the other chunks'
+    constexpr bool kBits = Chunk::kActScale != 1.0f;
+    if (kBits || t.n <= kStreamRows) {
         QuantGemmTask s = t;
         if constexpr (kBits) {
             if (t.n == 1) return gemv_fp8_bits(t);  // one row comes broadcast (fp8_bits_acts), for that kernel
@@ -198,39 +200,43 @@ void run(const QuantGemmTask& t, const Chunk& chunk, const Scales& scales_of) {
         }
         return;
     }
-    for (int64_t g = 0; g < t.groups; ++g) {
-        const PackedGroup pg = packed_group(g, t.groups, kb_count, Chunk::kBlockBytes, kPackedChunkBytes);
-        const uint8_t* codes = t.codes + pg.offset;
-        const __m256 f = _mm256_set1_ps(Chunk::kValueScale);
-        for (int64_t kb = 0; kb < kb_count; ++kb) {
+    if constexpr (!kBits) {
+        for (int64_t g = 0; g < t.groups; ++g) {
+            const PackedGroup pg = packed_group(g, t.groups, kb_count, Chunk::kBlockBytes, kPackedChunkBytes);
+            const uint8_t* codes = t.codes + pg.offset;
+            const __m256 f = _mm256_set1_ps(Chunk::kValueScale);
+            for (int64_t kb = 0; kb < kb_count; ++kb) {
 #pragma GCC unroll 1
-            for (int c = 0; c < Chunk::kChunks; ++c)
-                chunk.decode(codes + kb * pg.block_stride + c * pg.piece_stride, [&](int j, __m256 col0, __m256 col1) {
-                    float* dst = panel + (kb * 32 + c * Chunk::kCols + j) * 16;
-                    _mm256_store_ps(dst, col0);
-                    _mm256_store_ps(dst + 8, col1);
-                });
-            __m256 sw0, sw1;
-            scales_of(g, kb, sw0, sw1);
-            _mm256_store_ps(sw + kb * 16, _mm256_mul_ps(sw0, f));
-            _mm256_store_ps(sw + kb * 16 + 8, _mm256_mul_ps(sw1, f));
-        }
-        constexpr int kPieces = Chunk::kChunks;
-        NextGroup next = next_group<Chunk>(t, g);
-        // tiles of at most 6 rows, as even as they go: a last tile of 1-2 rows would run 2-4 FMA chains, held by
-        // their latency
-        const int64_t tiles = (t.n + 5) / 6;
-        for (int64_t tile = 0, i = 0; tile < tiles; ++tile, next = NextGroup{}) {
-            const int64_t rows = even_part(t.n, tiles, tile);
-            switch (rows) {
-                case 6: panel_tile<6, kPieces>(t, panel, sw, g, i, next); break;
-                case 5: panel_tile<5, kPieces>(t, panel, sw, g, i, next); break;
-                case 4: panel_tile<4, kPieces>(t, panel, sw, g, i, next); break;
-                case 3: panel_tile<3, kPieces>(t, panel, sw, g, i, next); break;
-                case 2: panel_tile<2, kPieces>(t, panel, sw, g, i, next); break;
-                default: panel_tile<1, kPieces>(t, panel, sw, g, i, next); break;
+                for (int c = 0; c < Chunk::kChunks; ++c) {
+                    const uint8_t* piece = codes + kb * pg.block_stride + c * pg.piece_stride;
+                    chunk.decode(piece, [&](int j, __m256 col0, __m256 col1) {
+                        float* dst = panel + (kb * 32 + c * Chunk::kCols + j) * 16;
+                        _mm256_store_ps(dst, col0);
+                        _mm256_store_ps(dst + 8, col1);
+                    });
+                }
+                __m256 sw0, sw1;
+                scales_of(g, kb, sw0, sw1);
+                _mm256_store_ps(sw + kb * 16, _mm256_mul_ps(sw0, f));
+                _mm256_store_ps(sw + kb * 16 + 8, _mm256_mul_ps(sw1, f));
             }
-            i += rows;
+            constexpr int kPieces = Chunk::kChunks;
+            NextGroup next = next_group<Chunk>(t, g);
+            // tiles of at most 6 rows, as even as they go: a last tile of 1-2 rows would run 2-4 FMA chains, held by
+            // their latency
+            const int64_t tiles = (t.n + 5) / 6;
+            for (int64_t tile = 0, i = 0; tile < tiles; ++tile, next = NextGroup{}) {
+                const int64_t rows = even_part(t.n, tiles, tile);
+                switch (rows) {
+                    case 6: panel_tile<6, kPieces>(t, panel, sw, g, i, next); break;
+                    case 5: panel_tile<5, kPieces>(t, panel, sw, g, i, next); break;
+                    case 4: panel_tile<4, kPieces>(t, panel, sw, g, i, next); break;
+                    case 3: panel_tile<3, kPieces>(t, panel, sw, g, i, next); break;
+                    case 2: panel_tile<2, kPieces>(t, panel, sw, g, i, next); break;
+                    default: panel_tile<1, kPieces>(t, panel, sw, g, i, next); break;
+                }
+                i += rows;
+            }
         }
     }
 }
