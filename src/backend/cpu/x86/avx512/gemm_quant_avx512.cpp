@@ -346,9 +346,15 @@ inline __m512i dpbusd_bcast(__m512i acc, __m512i u, const int32_t* x) {
 
 // The bf16 decode's partial sums of one block of G groups for R rows (blocks the integer form cannot take):
 // p[R * g + r], the activation rows a_stride pairs apart.
+// It issues the block's prefetches, as the integer loop does for its blocks: without them each such block left a
+// gap in the stream ahead (Zen 4, expert w2 on SwiGLU rows, 16% of its blocks here at n = 1: one thread 422-439 ->
+// 235-242 us, twice the time of w1's same bytes before).
 template <int R, int G>
 [[gnu::noinline]] void block_bf16(const uint8_t* block, const uint32_t* a_block, int64_t a_stride, __m512* p) {
     const Fp4ToBf16 dec;
+#pragma GCC unroll 8
+    for (int64_t b = 0; b < G * Fp4Chunks<false>::kBlockBytes; b += 64)
+        _mm_prefetch(reinterpret_cast<const char*>(block + b) + Fp4Chunks<false>::kPrefetch<1>.l2, _MM_HINT_T1);
 #pragma GCC unroll 2
     for (int g = 0; g < G; ++g) {
         __m512i v[16];
@@ -358,31 +364,98 @@ template <int R, int G>
     }
 }
 
+// One block of the G groups of a pair against R (<= 4) activation rows in their integer form (Fp4RowLayout, rows
+// `row_bytes` apart from `row0`): 64 bytes of codes become 128 biased bytes 2 w + 12 by one shift and two vpermb,
+// and meet each row's int8 planes in vpdpbusd, v = 256 hi + lo (kPlanes 2) or 65536 top + 256 hi + lo (kPlanes 3,
+// blocks with kFp4SumsExact but not kFp4PlanesExact). The block's integer sums times the row's unit: p[g][r].
+template <int R, int G, int kPlanes>
+[[gnu::always_inline]] inline void int_block(const uint8_t* block, const uint8_t* row0, int64_t row_bytes,
+                                             const Fp4RowLayout& layout, int64_t kb, __m512 (&p)[G][R]) {
+    static_assert(kPlanes == 2 || kPlanes == 3);
+    constexpr int64_t kPieceStride = G * kPackedChunkBytes;
+    auto row = [&](int r) { return row0 + r * row_bytes; };
+    // 2 w + 12 by code, repeated in each 16-byte lane: vpermb reads 6 index bits, the nibble plus 2 stray bits
+    const __m512i lut =
+        _mm512_broadcast_i32x4(_mm_load_si128(reinterpret_cast<const __m128i*>(tables::kE2M1Biased.v)));
+    __m512i lo[G][R], hi[G][R], top[G][R];
+#pragma GCC unroll 4
+    for (int r = 0; r < R; ++r) {
+        const int32_t base = reinterpret_cast<const int32_t*>(row(r) + layout.base)[kb];
+#pragma GCC unroll 2
+        for (int g = 0; g < G; ++g) {
+            lo[g][r] = _mm512_set1_epi32(base);
+            hi[g][r] = top[g][r] = _mm512_setzero_si512();
+        }
+    }
+#pragma GCC unroll 4
+    for (int c = 0; c < 4; ++c) {
+#pragma GCC unroll 2
+        for (int g = 0; g < G; ++g) {
+            const uint8_t* chunk = block + c * kPieceStride + g * kPackedChunkBytes;
+            const __m512i d = _mm512_load_si512(chunk);
+            prefetch_ahead<Fp4Chunks<false>::kPrefetch<1>>(chunk, d);
+            const __m512i w0 = _mm512_permutexvar_epi8(d, lut);
+            const __m512i w1 = _mm512_permutexvar_epi8(_mm512_srli_epi16(d, 4), lut);
+#pragma GCC unroll 4
+            for (int r = 0; r < R; ++r) {
+                const auto* planes = reinterpret_cast<const int32_t*>(row(r) + 64 * kb);
+                lo[g][r] = dpbusd_bcast(lo[g][r], w0, planes + 2 * c);
+                hi[g][r] = dpbusd_bcast(hi[g][r], w0, planes + 8 + 2 * c);
+                lo[g][r] = dpbusd_bcast(lo[g][r], w1, planes + 2 * c + 1);
+                hi[g][r] = dpbusd_bcast(hi[g][r], w1, planes + 8 + 2 * c + 1);
+                if constexpr (kPlanes == 3) {
+                    const auto* tops = reinterpret_cast<const int32_t*>(row(r) + layout.top + 32 * kb);
+                    top[g][r] = dpbusd_bcast(top[g][r], w0, tops + 2 * c);
+                    top[g][r] = dpbusd_bcast(top[g][r], w1, tops + 2 * c + 1);
+                }
+            }
+        }
+    }
+#pragma GCC unroll 4
+    for (int r = 0; r < R; ++r) {
+        const float unit = reinterpret_cast<const float*>(row(r) + layout.unit)[kb];
+        const __m512 u = _mm512_set1_ps(unit * (1.0f / kFp4RowUnitScale));
+#pragma GCC unroll 2
+        for (int g = 0; g < G; ++g) {
+            __m512i sum = _mm512_add_epi32(lo[g][r], _mm512_slli_epi32(hi[g][r], 8));
+            if constexpr (kPlanes == 3) sum = _mm512_add_epi32(sum, _mm512_slli_epi32(top[g][r], 16));
+            p[g][r] = _mm512_mul_ps(_mm512_cvtepi32_ps(sum), u);
+        }
+    }
+}
+
+// The three-plane blocks, out of the two-plane loop's way (it keeps its registers).
+template <int R, int G>
+[[gnu::noinline]] void block_three_planes(const uint8_t* block, const uint8_t* row0, int64_t row_bytes,
+                                          const Fp4RowLayout& layout, int64_t kb, __m512 (&p)[G][R]) {
+    int_block<R, G, 3>(block, row0, row_bytes, layout, kb, p);
+}
+
 // R (<= 4) activation rows in their integer form (AVX2's prep_plane_row, one row per Fp4RowLayout::bytes) against the G
-// groups of one pair: 64 bytes of codes become 128 biased bytes 2 w + 12 by one shift and two vpermb, and meet each
-// row's two int8 planes in four vpdpbusd. One row: 7 vector ops per chunk against the bf16 decode's 11 (3 shifts,
-// 4 vpermw, 4 vdpbf16ps), which on Zen 5 all share the same two pipes; each further row adds 4 vpdpbusd (64
+// groups of one pair, block by block (int_block). One row: 7 vector ops per chunk against the bf16 decode's 11 (3
+// shifts, 4 vpermw, 4 vdpbf16ps), which on Zen 5 all share the same two pipes; each further row adds 4 vpdpbusd (64
 // products each) where the bf16 decode adds 4 vdpbf16ps (32 products each, and on Intel ~2.3 cycles of both
 // vector ports apiece). Each block's integer sum times 2^(e - 11) (the row's unit without its kFp4RowUnitScale)
 // is the bf16 decode's exact block partial, scaled the same way after it: the same bits, so row invariance holds
-// (gemv_fp4_int_avx2.cpp has the argument; a block that one of the rows' planes cannot hold runs the bf16 decode
-// for all R). Zen 5, one core in cache, n = 1: 58.7 -> ~71 GB/s of codes without the row's preparation
-// (256x4096); streamed at 77-80 GB/s, w1 / w2 n = 1 73-74% -> 77-80% of the read bandwidth (alternating runs).
+// (gemv_fp4_int_avx2.cpp has the argument). A block that one of the rows' two planes cannot hold runs, for 1-2
+// rows, on three planes when their sums are exact there (kFp4SumsExact), else the bf16 decode for all R. Three
+// planes take 3 + 6 R vector ops a chunk against the bf16 decode's 7 + 4 R: fewer for one row, as many for two,
+// more for 3-4. (The expert w2's SwiGLU rows have 16% of their blocks too wide for two planes. Zen 4, one thread,
+// `bench-ops --threads 1 --rows 1 2 3 4 --only "expert w" --per-call 30`, p25: w2 n = 1 / 2 250 / 328 -> 242 / 315
+// us; n = 3 / 4 472 / 621 -> 483 / 671 with three planes, so those keep the bf16 decode.) Zen 5, one core in
+// cache, n = 1: 58.7 -> ~71 GB/s of codes without the row's preparation (256x4096); streamed at 77-80 GB/s, w1 /
+// w2 n = 1 73-74% -> 77-80% of the read bandwidth (alternating runs).
 template <int R, int G, bool kPlain>
 void gemm_int_rows(const QuantGemmTask& t, int64_t g0, int64_t i0) {
     const int64_t kb_count = t.k / 32, a_stride = t.k / 2;
     const Fp4RowLayout layout = fp4_row_layout(kb_count);
     const uint8_t* row0 = t.fp4_row + i0 * layout.bytes;
-    auto row = [&](int r) { return row0 + r * layout.bytes; };
     const auto* acts = static_cast<const uint32_t*>(t.acts) + i0 * a_stride;
     const float* sa = t.act_scales + i0 * kb_count;
     constexpr int64_t kBlockBytes = Fp4Chunks<false>::kBlockBytes;
     const uint8_t* codes = t.codes + packed_group(g0, t.groups, kb_count, kBlockBytes, kPackedChunkBytes).offset;
     const uint8_t* scales = t.scales + packed_scale_offset(g0, t.groups, 0, kb_count, 16);
-    constexpr int64_t kPieceStride = G * kPackedChunkBytes, kBlockStride = G * kBlockBytes;
-    // 2 w + 12 by code, repeated in each 16-byte lane: vpermb reads 6 index bits, the nibble plus 2 stray bits
-    const __m512i lut =
-        _mm512_broadcast_i32x4(_mm_load_si128(reinterpret_cast<const __m128i*>(tables::kE2M1Biased.v)));
+    constexpr int64_t kBlockStride = G * kBlockBytes;
     __m512 acc[G][R];
 #pragma GCC unroll 2
     for (int g = 0; g < G; ++g)
@@ -390,53 +463,22 @@ void gemm_int_rows(const QuantGemmTask& t, int64_t g0, int64_t i0) {
         for (int r = 0; r < R; ++r) acc[g][r] = _mm512_setzero_ps();
     for (int64_t kb = 0; kb < kb_count; ++kb) {
         const uint8_t* block = codes + kb * kBlockStride;
-        bool exact = true;
+        uint8_t flags = kFp4PlanesExact | kFp4SumsExact;
 #pragma GCC unroll 4
-        for (int r = 0; r < R; ++r) exact &= (row(r)[layout.exact + kb] & kFp4PlanesExact) != 0;
+        for (int r = 0; r < R; ++r) flags &= row0[r * layout.bytes + layout.exact + kb];
         __m512 p[G][R];
-        if (exact) [[likely]] {
-            __m512i lo[G][R], hi[G][R];
-#pragma GCC unroll 4
-            for (int r = 0; r < R; ++r) {
-                const int32_t base = reinterpret_cast<const int32_t*>(row(r) + layout.base)[kb];
+        if (flags & kFp4PlanesExact) [[likely]] {
+            int_block<R, G, 2>(block, row0, layout.bytes, layout, kb, p);
+        } else if (R <= 2 && (flags & kFp4SumsExact)) {
+            // into an array of its own: p's address taken, GCC kept p on the stack in the two-plane path too
+            __m512 q[G][R];
+            block_three_planes<R, G>(block, row0, layout.bytes, layout, kb, q);
 #pragma GCC unroll 2
-                for (int g = 0; g < G; ++g) {
-                    lo[g][r] = _mm512_set1_epi32(base);
-                    hi[g][r] = _mm512_setzero_si512();
-                }
-            }
+            for (int g = 0; g < G; ++g)
 #pragma GCC unroll 4
-            for (int c = 0; c < 4; ++c) {
-#pragma GCC unroll 2
-                for (int g = 0; g < G; ++g) {
-                    const uint8_t* chunk = block + c * kPieceStride + g * kPackedChunkBytes;
-                    const __m512i d = _mm512_load_si512(chunk);
-                    prefetch_ahead<Fp4Chunks<false>::kPrefetch<1>>(chunk, d);
-                    const __m512i w0 = _mm512_permutexvar_epi8(d, lut);
-                    const __m512i w1 = _mm512_permutexvar_epi8(_mm512_srli_epi16(d, 4), lut);
-#pragma GCC unroll 4
-                    for (int r = 0; r < R; ++r) {
-                        const auto* planes = reinterpret_cast<const int32_t*>(row(r) + 64 * kb);
-                        lo[g][r] = dpbusd_bcast(lo[g][r], w0, planes + 2 * c);
-                        hi[g][r] = dpbusd_bcast(hi[g][r], w0, planes + 8 + 2 * c);
-                        lo[g][r] = dpbusd_bcast(lo[g][r], w1, planes + 2 * c + 1);
-                        hi[g][r] = dpbusd_bcast(hi[g][r], w1, planes + 8 + 2 * c + 1);
-                    }
-                }
-            }
-#pragma GCC unroll 4
-            for (int r = 0; r < R; ++r) {
-                const float unit = reinterpret_cast<const float*>(row(r) + layout.unit)[kb];
-                const __m512 u = _mm512_set1_ps(unit * (1.0f / kFp4RowUnitScale));
-#pragma GCC unroll 2
-                for (int g = 0; g < G; ++g) {
-                    const __m512i sum = _mm512_add_epi32(lo[g][r], _mm512_slli_epi32(hi[g][r], 8));
-                    p[g][r] = _mm512_mul_ps(_mm512_cvtepi32_ps(sum), u);
-                }
-            }
+                for (int r = 0; r < R; ++r) p[g][r] = q[g][r];
         } else {
-            // into an array of its own: p's address taken, GCC kept p on the stack in the integer path too
-            __m512 q[G * R];
+            __m512 q[G * R];  // (likewise)
             block_bf16<R, G>(block, acts + kb * 16, a_stride, q);
 #pragma GCC unroll 2
             for (int g = 0; g < G; ++g)
