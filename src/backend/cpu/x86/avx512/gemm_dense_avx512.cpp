@@ -41,6 +41,7 @@ inline float hsum(__m512 v) { return _mm512_reduce_add_ps(v); }
 struct Bf16Step {
     static constexpr int kCols = 32;
     static constexpr int64_t kChunkedMinRows = 16;  // see "many activation rows"
+    static constexpr int kStreamAheadMinRows = 2;   // see kStreamAheadBytes
     static __m512i load_x(const void* x, int64_t col, int64_t k) {
         return _mm512_maskz_loadu_epi16(mask(col, k), static_cast<const uint16_t*>(x) + col);
     }
@@ -67,6 +68,7 @@ struct F32Step {
     // fp32 activations make a tile's chunk 8 KB; below 64 rows the chunked path measured 2-15% slower in cache
     // (Zen 5: n = 16 152-158 against 174-179 GFLOP/s, n = 48 even) and the streamed head at n = 16 slower still
     static constexpr int64_t kChunkedMinRows = 64;
+    static constexpr int kStreamAheadMinRows = 1;  // see kStreamAheadBytes
     static __m512i load_x(const void* x, int64_t col, int64_t k) {
         return _mm512_castps_si512(_mm512_maskz_loadu_ps(lane_mask(k - col), static_cast<const float*>(x) + col));
     }
@@ -87,7 +89,11 @@ struct F32Step {
 // activation rows on (both weight formats are 2 bytes per column). In-process A/B (bench-ops with a temporary
 // variant switch, 2 runs at ~33 GB/s): head n = 4 45.5-45.9 -> 41.1-41.7 ms, bf16 8192x4096 n = 4 2.21-2.23 ->
 // 2.13-2.15 ms (4 KB ahead); at n = 1 it cost 1-2.5%, so a single row streams without it. 4, 8 and 16 KB did alike; into
-// L1 (1-4 KB) it was 2-15% slower at every n. (8 KB, as the AVX2 kernels use, measured the same as 4 KB.)
+// L1 (1-4 KB) it was 2-15% slower at every n. (8 KB, as the AVX2 kernels use, measured the same as 4 KB.) From which
+// row count on: Step::kStreamAheadMinRows. A single row of the fp32 head (F32Step, half a line of each weight row a
+// step) streams with it: one thread on Zen 4 (`bench-ops --threads 1 --rows 1 --only head --per-call 5`, three
+// alternating rounds) 64.3-65.4 -> 58.7-59.7 ms, two threads at ~35 GB/s the same within the drift; a single bf16 row
+// (gemm_bf16, one thread at the core's read rate already) 2.08-2.15 -> 2.50-2.58 ms with it, so it streams without.
 constexpr int64_t kStreamAheadBytes = 8192;
 
 // One column step from col of RW weight rows (w_at(r): row r at column col) against RA activation rows (x_stride
@@ -116,8 +122,8 @@ inline void gemv_tile(const void* const* w, const uint8_t* x, int64_t x_stride, 
     for (int64_t col = 0; col < k; col += Step::kCols) {
         if (pf) {
             pf->step();
-        } else if (RA >= 2 && (col & 31) == 0) {
-            // streamed rows with 2-4 activation rows: each row's line kStreamAheadBytes ahead into L2
+        } else if (RA >= Step::kStreamAheadMinRows && (col & 31) == 0) {
+            // streamed rows: each row's line kStreamAheadBytes ahead into L2
 #pragma GCC unroll 4
             for (int r = 0; r < RW; ++r)
                 _mm_prefetch(static_cast<const char*>(w[r]) + col * 2 + kStreamAheadBytes, _MM_HINT_T1);
