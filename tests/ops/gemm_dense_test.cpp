@@ -256,8 +256,9 @@ TEST(GemmF32, ReleasedShapes) {
 
 // gemm_f32_squares (the mHC mixes and their statistic, bf16 x) against the reference, bit-identical: few rows (a
 // decode step: widened, gemm_f32 and the squares' chains), whole tiles of 16 rows in the lanes with rows left
-// over, weight row counts below / at / past the kernel's 24 sums at once, k = 0, with and without 16-column tails and
-// past its 256-column chunks.
+// over, fewer tiles than threads (16-31 rows, or 2 tiles on 3 threads: each tile split by weight rows), weight row
+// counts below / at / past the kernel's 24 sums at once, k = 0, with and without 16-column tails and past its
+// 256-column chunks.
 void run_f32_squares(const Shape& s, uint64_t seed) {
     Inputs in(seed);
     const std::vector<bf16> x = in.bf16s(s.n * s.k, -4.0f, 4.0f);
@@ -289,14 +290,17 @@ void run_f32_squares(const Shape& s, uint64_t seed) {
 
 TEST(GemmF32Squares, Shapes) {
     uint64_t seed = 900;
-    for (const Shape& s : {Shape{1, 24, 100, 0}, Shape{9, 5, 31, 0}, Shape{32, 24, 48, 0}, Shape{33, 8, 300, 0},
-                           Shape{40, 17, 600, 0}, Shape{64, 30, 37, 0}, Shape{100, 49, 530, 0}, Shape{48, 24, 0, 0}})
+    for (const Shape& s : {Shape{1, 24, 100, 0}, Shape{9, 5, 31, 0}, Shape{16, 24, 300, 0}, Shape{20, 17, 530, 0},
+                           Shape{31, 8, 100, 0}, Shape{32, 24, 48, 0}, Shape{33, 8, 300, 0}, Shape{40, 17, 600, 0},
+                           Shape{64, 30, 37, 0}, Shape{100, 49, 530, 0}, Shape{48, 24, 0, 0}, Shape{16, 24, 0, 0}})
         run_f32_squares(s, seed++);
 }
 
-// hc_attn_fn / hc_ffn_fn [24, 20480] over the 4-copy stream: a decode step, a prefill's tiles with 8 rows left.
+// hc_attn_fn / hc_ffn_fn [24, 20480] over the 4-copy stream: a decode step, a batch of 16, a prefill's tiles with
+// 8 rows left.
 TEST(GemmF32Squares, ReleasedShapes) {
     run_f32_squares({2, 24, 20480, 0}, 920);
+    run_f32_squares({16, 24, 20480, 0}, 922);  // a batch of 16: one tile, split by weight rows
     run_f32_squares({72, 24, 20480, 0}, 921);
 }
 

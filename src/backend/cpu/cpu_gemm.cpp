@@ -205,15 +205,33 @@ void gemm_f32(const IsaOps& ops, const float* x, int64_t n, const F32Matrix& w, 
 void gemm_f32_squares(const IsaOps& ops, const bf16* x, int64_t n, const F32Matrix& w, float* out, float* squares,
                       ThreadPool& pool) {
     const int64_t k = w.cols;
-    // Many rows where the table has the kernel: whole tiles of kF32LaneRows rows over the pool, in one pass over x
-    // as bf16 (no fp32 copy of a prefill's stream: 2048 rows x 20480 are 168 MB), the squares a chain beside the sums.
-    const int64_t tiles = ops.gemm_f32_squares_tiles && n >= 2 * kF32LaneRows ? n / kF32LaneRows : 0;
-    if (tiles > 0)
+    // Where the table has the kernel: whole tiles of kF32LaneRows rows, in one pass over x as bf16 (no fp32 copy of a
+    // prefill's stream: 2048 rows x 20480 are 168 MB), the squares a chain beside the sums. Tiles enough for the
+    // threads go over the pool tile by tile; fewer (a batch of 16-31 rows) each split by weight rows, the part with
+    // the first rows taking the squares too -- every output and square keeps its chain, so the bits are the same.
+    // (A decode step's 16 rows: one thread on the tile 387 us a call, the widened path on two 405-435 us, Zen 4.)
+    const int64_t tiles = ops.gemm_f32_squares_tiles && n >= kF32LaneRows ? n / kF32LaneRows : 0;
+    const auto threads = static_cast<int64_t>(pool.size());
+    if (tiles >= threads) {
         pool.parallel_for(static_cast<size_t>(tiles), [&](size_t a, size_t b, int) {
             const int64_t i0 = static_cast<int64_t>(a) * kF32LaneRows;
             ops.gemm_f32_squares_tiles(x + i0 * k, static_cast<int64_t>(b - a), k, w.data, w.rows, out + i0 * w.rows,
-                                       squares + i0);
+                                       w.rows, squares + i0);
         });
+    } else if (tiles > 0) {
+        // parts of at least 8 weight rows (the kernel's narrowest sums)
+        const int64_t parts = std::max<int64_t>(1, std::min(threads / tiles, (w.rows + 7) / 8));
+        const int64_t part_rows = (w.rows + parts - 1) / parts;
+        pool.parallel_for(static_cast<size_t>(tiles * parts), [&](size_t a, size_t b, int) {
+            for (auto item = static_cast<int64_t>(a); item < static_cast<int64_t>(b); ++item) {
+                const int64_t i0 = item / parts * kF32LaneRows, j0 = item % parts * part_rows;
+                const int64_t j1 = std::min(w.rows, j0 + part_rows);
+                if (j0 < j1)
+                    ops.gemm_f32_squares_tiles(x + i0 * k, 1, k, w.data + j0 * k, j1 - j0, out + i0 * w.rows + j0,
+                                               w.rows, j0 == 0 ? squares + i0 : nullptr);
+            }
+        }, 1);
+    }
     // The rest (a decode step's rows): widened to fp32, gemm_f32, and each row's squares summed in order, kChains
     // rows side by side (one row's 20 480 dependent adds took ~0.1 ms).
     const int64_t i0 = tiles * kF32LaneRows, rest = n - i0;

@@ -318,9 +318,10 @@ struct IsaOps {
     // flags-only row by its vdpbf16ps chain (the same bits, slower).
     void (*prep_fp4_flags)(const uint8_t* codes, int64_t k, uint8_t* out) = nullptr;
     // Optional (AVX-512): Kernels::gemm_f32_squares of `tiles` whole tiles of kF32LaneRows rows from x (row stride
-    // k) against all fn_rows rows of fn [fn_rows, k]: out [tiles * kF32LaneRows, fn_rows], squares likewise.
+    // k) against all fn_rows rows of fn [fn_rows, k] (row stride k): out [tiles * kF32LaneRows rows, ldo apart]
+    // [fn_rows], and each row's sum of squares to squares where not null.
     void (*gemm_f32_squares_tiles)(const bf16* x, int64_t tiles, int64_t k, const float* fn, int64_t fn_rows,
-                                   float* out, float* squares) = nullptr;
+                                   float* out, int64_t ldo, float* squares) = nullptr;
 };
 // x = hi + mid + lo exactly for every finite fp32 x whose parts stay normal (|x| >= ~2^-110): hi = x truncated to
 // bf16, mid = the rest truncated, lo = the rest of that (at most 8 significant bits). Infinities and NaNs go to hi
@@ -381,7 +382,7 @@ bool fp4_tile_acts(const void* acts, const float* act_scales, const uint8_t* fp4
                    int64_t k, void* out, int32_t* row_shift);  // gemm_fp4_amx_sums.cpp
 float tile_loop(int64_t iters);  // probe_amx.cpp
 void gemm_f32_squares_tiles(const bf16* x, int64_t tiles, int64_t k, const float* fn, int64_t fn_rows, float* out,
-                            float* squares);  // gemm_dense_avx512.cpp
+                            int64_t ldo, float* squares);  // gemm_dense_avx512.cpp
 void prep_fp4_flags(const uint8_t* codes, int64_t k, uint8_t* out);  // fp4_flags_avx512.cpp
 // The integer MXFP4 rows the AVX-512 GEMM of n rows reads: AVX2's planes, except from kFp4PanelMinRows rows
 // without AMX, where it decodes each pair once per chunk of k for all rows (gemm_quant_avx512.cpp, run_panel).

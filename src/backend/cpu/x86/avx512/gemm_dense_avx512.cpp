@@ -511,8 +511,8 @@ void gemm_f32(const DenseGemmTask& t) {
 }
 
 void gemm_f32_squares_tiles(const bf16* x, int64_t tiles, int64_t k, const float* fn, int64_t fn_rows, float* out,
-                            float* squares) {
-    tiles_in_lanes(x, tiles, k, fn, fn_rows, out, fn_rows, squares);
+                            int64_t ldo, float* squares) {
+    tiles_in_lanes(x, tiles, k, fn, fn_rows, out, ldo, squares);
 }
 
 }  // namespace deepinfer::backend::cpu::avx512
