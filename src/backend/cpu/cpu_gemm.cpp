@@ -209,7 +209,8 @@ void gemm_f32_squares(const IsaOps& ops, const bf16* x, int64_t n, const F32Matr
     // prefill's stream: 2048 rows x 20480 are 168 MB), the squares a chain beside the sums. Tiles enough for the
     // threads go over the pool tile by tile; fewer (a batch of 16-31 rows) each split by weight rows, the part with
     // the first rows taking the squares too -- every output and square keeps its chain, so the bits are the same.
-    // (A decode step's 16 rows: one thread on the tile 387 us a call, the widened path on two 405-435 us, Zen 4.)
+    // (A decode step's 16 rows, Zen 4: the widened path on two threads 390-435 us a call, the tile on one 387, the
+    // tile split over two 220.)
     const int64_t tiles = ops.gemm_f32_squares_tiles && n >= kF32LaneRows ? n / kF32LaneRows : 0;
     const auto threads = static_cast<int64_t>(pool.size());
     if (tiles >= threads) {
