@@ -292,7 +292,8 @@ TEST(GemmF32Squares, Shapes) {
     uint64_t seed = 900;
     for (const Shape& s : {Shape{1, 24, 100, 0}, Shape{9, 5, 31, 0}, Shape{16, 24, 300, 0}, Shape{20, 17, 530, 0},
                            Shape{31, 8, 100, 0}, Shape{32, 24, 48, 0}, Shape{33, 8, 300, 0}, Shape{40, 17, 600, 0},
-                           Shape{64, 30, 37, 0}, Shape{100, 49, 530, 0}, Shape{48, 24, 0, 0}, Shape{16, 24, 0, 0}})
+                           Shape{64, 30, 37, 0}, Shape{100, 49, 530, 0}, Shape{48, 24, 0, 0}, Shape{16, 24, 0, 0},
+                           Shape{16, 0, 40, 0}, Shape{40, 0, 40, 0}})
         run_f32_squares(s, seed++);
 }
 

@@ -211,7 +211,8 @@ void gemm_f32_squares(const IsaOps& ops, const bf16* x, int64_t n, const F32Matr
     // the first rows taking the squares too -- every output and square keeps its chain, so the bits are the same.
     // (A decode step's 16 rows, Zen 4: the widened path on two threads 390-435 us a call, the tile on one 387, the
     // tile split over two 220.)
-    const int64_t tiles = ops.gemm_f32_squares_tiles && n >= kF32LaneRows ? n / kF32LaneRows : 0;
+    // (no weight rows: the tile kernel would sum no squares either, so those calls take the widened path)
+    const int64_t tiles = ops.gemm_f32_squares_tiles && n >= kF32LaneRows && w.rows > 0 ? n / kF32LaneRows : 0;
     const auto threads = static_cast<int64_t>(pool.size());
     if (tiles >= threads) {
         pool.parallel_for(static_cast<size_t>(tiles), [&](size_t a, size_t b, int) {
