@@ -345,12 +345,13 @@ inline __m512i dpbusd_bcast(__m512i acc, __m512i u, const int32_t* x) {
 }
 
 // The bf16 decode's partial sums of one block of G groups for R rows (blocks the integer form cannot take):
-// p[R * g + r], the activation rows a_stride pairs apart.
+// p[g][r], the activation rows a_stride pairs apart.
 // It issues the block's prefetches, as the integer loop does for its blocks: without them each such block left a
 // gap in the stream ahead (Zen 4, expert w2 on SwiGLU rows, 16% of its blocks here at n = 1: one thread 422-439 ->
 // 235-242 us, twice the time of w1's same bytes before).
 template <int R, int G>
-[[gnu::noinline]] void block_bf16(const uint8_t* block, const uint32_t* a_block, int64_t a_stride, __m512* p) {
+[[gnu::noinline]] void block_bf16(const uint8_t* block, const uint32_t* a_block, int64_t a_stride,
+                                  __m512 (&p)[G][R]) {
     const Fp4ToBf16 dec;
 #pragma GCC unroll 8
     for (int64_t b = 0; b < G * Fp4Chunks<false>::kBlockBytes; b += 64)
@@ -360,7 +361,7 @@ template <int R, int G>
         __m512i v[16];
         decode_fp4_block(dec, block + g * kPackedChunkBytes, G * kPackedChunkBytes, v);
 #pragma GCC unroll 4
-        for (int r = 0; r < R; ++r) p[R * g + r] = fp4_block_chain(v, a_block + r * a_stride);
+        for (int r = 0; r < R; ++r) p[g][r] = fp4_block_chain(v, a_block + r * a_stride);
     }
 }
 
@@ -469,21 +470,15 @@ void gemm_int_rows(const QuantGemmTask& t, int64_t g0, int64_t i0) {
         __m512 p[G][R];
         if (flags & kFp4PlanesExact) [[likely]] {
             int_block<R, G, 2>(block, row0, layout.bytes, layout, kb, p);
-        } else if (R <= 2 && (flags & kFp4SumsExact)) {
+        } else {
             // into an array of its own: p's address taken, GCC kept p on the stack in the two-plane path too
             __m512 q[G][R];
-            block_three_planes<R, G>(block, row0, layout.bytes, layout, kb, q);
+            if (R <= 2 && (flags & kFp4SumsExact)) block_three_planes<R, G>(block, row0, layout.bytes, layout, kb, q);
+            else block_bf16<R, G>(block, acts + kb * 16, a_stride, q);
 #pragma GCC unroll 2
             for (int g = 0; g < G; ++g)
 #pragma GCC unroll 4
                 for (int r = 0; r < R; ++r) p[g][r] = q[g][r];
-        } else {
-            __m512 q[G * R];  // (likewise)
-            block_bf16<R, G>(block, acts + kb * 16, a_stride, q);
-#pragma GCC unroll 2
-            for (int g = 0; g < G; ++g)
-#pragma GCC unroll 4
-                for (int r = 0; r < R; ++r) p[g][r] = q[R * g + r];
         }
 #pragma GCC unroll 2
         for (int g = 0; g < G; ++g) {
