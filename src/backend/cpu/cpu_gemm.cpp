@@ -158,6 +158,17 @@ void prepare_bf16(const IsaOps& ops, const Bf16Matrix& w, PackedWeight* out, Thr
 void gemm_f32_bf16w(const IsaOps& ops, const float* x, int64_t n, const Bf16Matrix& w, float* out, int64_t ldo,
                     ThreadPool& pool) {
     const PackedWeight* pw = bf16_tiles_of(w, ops.gemm_f32_bf16w_tiles != nullptr);
+    if (!pw && ops.gemm_f32_pairs_bf16w && n >= kF32PairsMinRows) {
+        // x into pairs form once per call (in the calling thread's scratch) for every thread's rows
+        const int64_t k = w.cols;
+        AlignedBuffer& pairs = thread_scratch().f32_pairs;
+        pairs.ensure(static_cast<size_t>(n * f32_pairs_stride(k)) * sizeof(float));
+        pool.parallel_for(static_cast<size_t>(n), [&](size_t i0, size_t i1, int) {
+            ops.f32_pair_rows(x, k, static_cast<int64_t>(i0), static_cast<int64_t>(i1), pairs.as<float>());
+        }, 16);
+        gemm_dense(ops.gemm_f32_pairs_bf16w, pairs.data(), n, k, w.data, w.rows, 2, out, 4, ldo, pool);
+        return;
+    }
     if (!pw) {
         gemm_dense(ops.gemm_f32_bf16w, x, n, w.cols, w.data, w.rows, 2, out, 4, ldo, pool);
         return;

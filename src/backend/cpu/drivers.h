@@ -72,6 +72,7 @@ struct ThreadScratch {
     AlignedBuffer acts, act_scales, fp4_row, gemm, dense, pack, attn, topk;
     AlignedBuffer bits_acts;    // IsaOps::fp8_bits_acts of acts
     AlignedBuffer planes;       // the calling thread's split_bf16x3_rows planes of a gemm_f32_bf16w on tiles
+    AlignedBuffer f32_pairs;    // the calling thread's f32_pair_rows of a gemm_f32_bf16w (IsaOps::f32_pair_rows)
     AlignedBuffer pair_tiles;   // the calling thread's bf16_pair_tiles of a gemm_bf16 on tiles
     bool bits_acts_ok = false;  // ... and whether it accepted them
     AlignedBuffer tile_acts, tile_shift;  // IsaOps::fp8_tile_acts / fp4_tile_acts of acts and act_scales

@@ -35,6 +35,11 @@ inline constexpr int64_t kBf16TileItemRows = 256, kBf16TileChunkBlocks = 8, kBf1
 // gemm_f32 of 2 kF32LaneRows rows and more: tiles of kF32LaneRows activation rows over the pool, each task every
 // weight row (the AVX-512 kernel puts a tile's rows in the lanes: gemm_dense_avx512.cpp).
 inline constexpr int64_t kF32LaneRows = 16;
+// From this many activation rows on, gemm_f32_bf16w splits x into pairs form once per call for all threads
+// (IsaOps::gemm_f32_pairs_bf16w); fewer rows split it in registers as they load it, the same bits. Zen 4, one
+// thread, the head: split beforehand n = 4-16 0.78-0.81x the time of the split in registers, n = 2 1.20x and
+// n = 1, 3 1.01-1.05x (bench-ops --per-call, the two alternated call by call; docs/PERFORMANCE.md, "Fifty-fifth").
+inline constexpr int64_t kF32PairsMinRows = 4;
 // Blocks of k per pass for an item of `pairs` row pairs (one pair: all of k, its sums staying in the tiles).
 inline int64_t bf16_tile_pass_blocks(int64_t pairs, int64_t kb_count) {
     const int64_t fit = kBf16TileItemActBytes / (pairs * 2048) / kBf16TileChunkBlocks * kBf16TileChunkBlocks;
@@ -322,7 +327,15 @@ struct IsaOps {
     // [fn_rows], and each row's sum of squares to squares where not null.
     void (*gemm_f32_squares_tiles)(const bf16* x, int64_t tiles, int64_t k, const float* fn, int64_t fn_rows,
                                    float* out, int64_t ldo, float* squares) = nullptr;
+    // Optional (AVX-512): gemm_f32_bf16w with task.x in pairs form, the same bits; the driver takes it from
+    // kF32PairsMinRows rows on. Pairs form (f32_pair_rows): each row f32_pairs_stride(k) floats, every 32-column
+    // block's 16 even columns, then its 16 odd ones (the order of the bf16 pairs in a 64-byte load of the weight
+    // row), zero past k.
+    void (*gemm_f32_pairs_bf16w)(const DenseGemmTask& task) = nullptr;
+    // ... and its activations: rows [i0, i1) of x (row stride k) in pairs form at out (row stride f32_pairs_stride).
+    void (*f32_pair_rows)(const float* x, int64_t k, int64_t i0, int64_t i1, float* out) = nullptr;
 };
+inline int64_t f32_pairs_stride(int64_t k) { return (k + 31) / 32 * 32; }
 // x = hi + mid + lo exactly for every finite fp32 x whose parts stay normal (|x| >= ~2^-110): hi = x truncated to
 // bf16, mid = the rest truncated, lo = the rest of that (at most 8 significant bits). Infinities and NaNs go to hi
 // whole (NaN quieted), mid = lo = 0. Planes [n, k] each at out, out + n k, out + 2 n k; rows i0 .. i1 - 1 of x
@@ -383,6 +396,8 @@ bool fp4_tile_acts(const void* acts, const float* act_scales, const uint8_t* fp4
 float tile_loop(int64_t iters);  // probe_amx.cpp
 void gemm_f32_squares_tiles(const bf16* x, int64_t tiles, int64_t k, const float* fn, int64_t fn_rows, float* out,
                             int64_t ldo, float* squares);  // gemm_dense_avx512.cpp
+void gemm_f32_pairs_bf16w(const DenseGemmTask& task);                                  // gemm_dense_avx512.cpp
+void f32_pair_rows(const float* x, int64_t k, int64_t i0, int64_t i1, float* out);     // gemm_dense_avx512.cpp
 void prep_fp4_flags(const uint8_t* codes, int64_t k, uint8_t* out);  // fp4_flags_avx512.cpp
 // The integer MXFP4 rows the AVX-512 GEMM of n rows reads: AVX2's planes, except from kFp4PanelMinRows rows
 // without AMX, where it decodes each pair once per chunk of k for all rows (gemm_quant_avx512.cpp, run_panel).

@@ -22,15 +22,6 @@ namespace {
 constexpr int64_t kBlockedMinRows = kDenseBlockedMinRows;
 constexpr int64_t kBlockRows = 16;
 
-// ---- weight formats: load 16 (or a masked tail of) columns of one row as fp32 / 32 columns as bf16 ----
-
-struct Bf16W {
-    static __m512 load16(const void* row, int64_t col, __mmask16 m) {
-        const auto* p = static_cast<const uint16_t*>(row) + col;
-        return from_bf16(_mm256_maskz_loadu_epi16(m, p));
-    }
-};
-
 inline float hsum(__m512 v) { return _mm512_reduce_add_ps(v); }
 
 // ---- GEMV: k in the lanes, 4 weight rows x up to 4 activation rows per pass ---------------------------
@@ -40,6 +31,7 @@ inline float hsum(__m512 v) { return _mm512_reduce_add_ps(v); }
 // bf16 x and weights, 32 columns per step.
 struct Bf16Step {
     static constexpr int kCols = 32;
+    using X = __m512i;
     static constexpr int64_t kChunkedMinRows = 16;  // see "many activation rows"
     static constexpr int kStreamAheadMinRows = 2;   // see kStreamAheadBytes
     static __m512i load_x(const void* x, int64_t col, int64_t k) {
@@ -61,53 +53,101 @@ struct Bf16Step {
         return left >= 32 ? static_cast<__mmask32>(0xffffffffu) : static_cast<__mmask32>((1u << left) - 1u);
     }
 };
-// fp32 x against weights W (bf16), 16 columns per step.
-template <class W>
+// fp32 x against bf16 weights, 32 columns per step. One 64-byte load of a weight row holds 16 pairs of columns
+// (2c, 2c + 1): shifted left by 16 the even columns are fp32, masked to the high halves the odd ones. Each lane adds
+// its even product, then its odd one, against x split into its even and odd columns (F32Step splits x as it loads
+// it, F32SplitStep reads x split beforehand: the same products in the same order, so the same bits either way).
+// Widening 16 columns at a time (a vpmovzxwd load and a shift per FMA, x masked on every step) held one core to ~22
+// GB/s on the head; which split runs: kF32PairsMinRows (isa_ops.h).
 struct F32Step {
-    static constexpr int kCols = 16;
+    static constexpr int kCols = 32;
     // fp32 activations make a tile's chunk 8 KB; below 64 rows the chunked path measured 2-15% slower in cache
     // (Zen 5: n = 16 152-158 against 174-179 GFLOP/s, n = 48 even) and the streamed head at n = 16 slower still
     static constexpr int64_t kChunkedMinRows = 64;
     static constexpr int kStreamAheadMinRows = 1;  // see kStreamAheadBytes
-    static __m512i load_x(const void* x, int64_t col, int64_t k) {
-        return _mm512_castps_si512(_mm512_maskz_loadu_ps(lane_mask(k - col), static_cast<const float*>(x) + col));
+    struct X {
+        __m512 even, odd;  // x[col + 2 c], x[col + 2 c + 1]
+    };
+    // a: columns col..col+15, b: col+16..col+31
+    static X split(__m512 a, __m512 b) {
+        const __m512i even = _mm512_set_epi32(30, 28, 26, 24, 22, 20, 18, 16, 14, 12, 10, 8, 6, 4, 2, 0);
+        const __m512i odd = _mm512_set_epi32(31, 29, 27, 25, 23, 21, 19, 17, 15, 13, 11, 9, 7, 5, 3, 1);
+        return {_mm512_permutex2var_ps(a, even, b), _mm512_permutex2var_ps(a, odd, b)};
     }
-    static __m512i load_x_full(const void* x, int64_t col) {
-        return _mm512_castps_si512(_mm512_loadu_ps(static_cast<const float*>(x) + col));
+    static X load_x(const void* x, int64_t col, int64_t k) {
+        const auto* p = static_cast<const float*>(x) + col;
+        const int64_t left = k - col;
+        const __m512 a = _mm512_maskz_loadu_ps(lane_mask(left < 16 ? left : 16), p);
+        return split(a, left > 16 ? _mm512_maskz_loadu_ps(lane_mask(left - 16), p + 16) : _mm512_setzero_ps());
     }
-    static __m512 madd_full(__m512 acc, const uint16_t* w_at, __m512i x) {
-        const __m512 wv = from_bf16(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(w_at)));
-        return _mm512_fmadd_ps(wv, _mm512_castsi512_ps(x), acc);
+    static X load_x_full(const void* x, int64_t col) {
+        const auto* p = static_cast<const float*>(x) + col;
+        return split(_mm512_loadu_ps(p), _mm512_loadu_ps(p + 16));
     }
-    static __m512 madd_at(__m512 acc, const uint16_t* w_at, __m512i x, int64_t col, int64_t k) {
-        return _mm512_fmadd_ps(W::load16(w_at, 0, lane_mask(k - col)), _mm512_castsi512_ps(x), acc);
+    static __m512 madd(__m512 acc, __m512i pairs, const X& x) {
+        const __m512 even = _mm512_castsi512_ps(_mm512_slli_epi32(pairs, 16));
+        const __m512i high = _mm512_set1_epi32(static_cast<int>(0xffff0000u));
+        const __m512 odd = _mm512_castsi512_ps(_mm512_and_si512(pairs, high));
+        return _mm512_fmadd_ps(odd, x.odd, _mm512_fmadd_ps(even, x.even, acc));
+    }
+    static __m512 madd_full(__m512 acc, const uint16_t* w_at, const X& x) {
+        return madd(acc, _mm512_loadu_si512(w_at), x);
+    }
+    static __m512 madd_at(__m512 acc, const uint16_t* w_at, const X& x, int64_t col, int64_t k) {
+        return madd(acc, _mm512_maskz_loadu_epi16(Bf16Step::mask(col, k), w_at), x);
     }
 };
-
+// x split beforehand (f32_pair_rows, the pairs form of isa_ops.h): every step loads x whole.
+struct F32SplitStep : F32Step {
+    static X load_x(const void* x, int64_t col, int64_t) { return load_x_full(x, col); }
+    static X load_x_full(const void* x, int64_t col) {
+        const auto* p = static_cast<const float*>(x) + col;
+        return {_mm512_loadu_ps(p), _mm512_loadu_ps(p + 16)};
+    }
+};
 
 // Few activation rows (the streamed path) request each weight row's lines this far ahead into L2, from 2
 // activation rows on (both weight formats are 2 bytes per column). In-process A/B (bench-ops with a temporary
 // variant switch, 2 runs at ~33 GB/s): head n = 4 45.5-45.9 -> 41.1-41.7 ms, bf16 8192x4096 n = 4 2.21-2.23 ->
-// 2.13-2.15 ms (4 KB ahead); at n = 1 it cost 1-2.5%, so a single row streams without it. 4, 8 and 16 KB did alike; into
-// L1 (1-4 KB) it was 2-15% slower at every n. (8 KB, as the AVX2 kernels use, measured the same as 4 KB.) From which
-// row count on: Step::kStreamAheadMinRows. A single row of the fp32 head (F32Step, half a line of each weight row a
-// step) streams with it: one thread on Zen 4 (`bench-ops --threads 1 --rows 1 --only head --per-call 5`, three
-// alternating rounds) 64.3-65.4 -> 58.7-59.7 ms, two threads at ~35 GB/s the same within the drift; a single bf16 row
-// (gemm_bf16, one thread at the core's read rate already) 2.08-2.15 -> 2.50-2.58 ms with it, so it streams without.
+// 2.13-2.15 ms (4 KB ahead); at n = 1 it cost 1-2.5%, so a single row streams without it. 4, 8 and 16 KB did alike;
+// into L1 (1-4 KB) instead of L2 it was 2-15% slower at every n (beside it: kNearAheadBytes). (8 KB, as the AVX2
+// kernels use, measured the same as 4 KB.) From which row count on: Step::kStreamAheadMinRows. A single row of the
+// fp32 head (F32Step) streams with it: one thread on Zen 4 (`bench-ops --threads 1 --rows 1 --only head --per-call
+// 5`, three alternating rounds) 64.3-65.4 -> 58.7-59.7 ms, two threads at ~35 GB/s the same within the drift; a
+// single bf16 row (gemm_bf16, one thread at the core's read rate already) 2.08-2.15 -> 2.50-2.58 ms with it, so it
+// streams without.
 constexpr int64_t kStreamAheadBytes = 8192;
+// ... and each line also this far ahead into L1 (with the 8 KB into L2 only). One thread, each pair alternated call by
+// call in one process (bench-ops --per-call with a temporary switch): the fp32 head n = 1 0.93-0.95x the time, bf16 at
+// n = 2-4 0.87-0.91x; a bf16 row at n = 1 (no L2 request) 1.14-1.27x with it, so that row streams without either.
+// Both steps are 32 columns, one 64-byte line of each weight row: every step requests one line per row.
+constexpr int64_t kNearAheadBytes = 512;
+static_assert(Bf16Step::kCols == 32 && F32Step::kCols == 32, "one line of each weight row a step");
 
 // One column step from col of RW weight rows (w_at(r): row r at column col) against RA activation rows (x_stride
 // bytes apart), the columns past k masked off: the GEMV's steps and the chunked path's tail.
 template <class Step, int RW, int RA, class WAt>
 inline void masked_step(__m512 (&acc)[RW][RA], const uint8_t* x, int64_t x_stride, int64_t col, int64_t k,
                         const WAt& w_at) {
-    __m512i xv[RA];
+    typename Step::X xv[RA];
 #pragma GCC unroll 16
     for (int a = 0; a < RA; ++a) xv[a] = Step::load_x(x + a * x_stride, col, k);
 #pragma GCC unroll 16
     for (int r = 0; r < RW; ++r)
 #pragma GCC unroll 16
         for (int a = 0; a < RA; ++a) acc[r][a] = Step::madd_at(acc[r][a], w_at(r), xv[a], col, k);
+}
+
+// One step of all kCols columns from col (the same products as masked_step's, without the masks).
+template <class Step, int RW, int RA, class WAt>
+inline void full_step(__m512 (&acc)[RW][RA], const uint8_t* x, int64_t x_stride, int64_t col, const WAt& w_at) {
+    typename Step::X xv[RA];
+#pragma GCC unroll 16
+    for (int a = 0; a < RA; ++a) xv[a] = Step::load_x_full(x + a * x_stride, col);
+#pragma GCC unroll 16
+    for (int r = 0; r < RW; ++r)
+#pragma GCC unroll 16
+        for (int a = 0; a < RA; ++a) acc[r][a] = Step::madd_full(acc[r][a], w_at(r), xv[a]);
 }
 
 // RW weight rows (pointers) against RA activation rows (x_stride bytes apart): res[r][a].
@@ -122,13 +162,18 @@ inline void gemv_tile(const void* const* w, const uint8_t* x, int64_t x_stride, 
     for (int64_t col = 0; col < k; col += Step::kCols) {
         if (pf) {
             pf->step();
-        } else if (RA >= Step::kStreamAheadMinRows && (col & 31) == 0) {
-            // streamed rows: each row's line kStreamAheadBytes ahead into L2
+        } else if (RA >= Step::kStreamAheadMinRows) {
+            // streamed rows: each row's line kStreamAheadBytes ahead into L2, and kNearAheadBytes ahead into L1
 #pragma GCC unroll 4
-            for (int r = 0; r < RW; ++r)
-                _mm_prefetch(static_cast<const char*>(w[r]) + col * 2 + kStreamAheadBytes, _MM_HINT_T1);
+            for (int r = 0; r < RW; ++r) {
+                const char* at = static_cast<const char*>(w[r]) + col * 2;
+                _mm_prefetch(at + kStreamAheadBytes, _MM_HINT_T1);
+                _mm_prefetch(at + kNearAheadBytes, _MM_HINT_T0);
+            }
         }
-        masked_step<Step>(acc, x, x_stride, col, k, [&](int r) { return static_cast<const uint16_t*>(w[r]) + col; });
+        auto w_at = [&](int r) { return static_cast<const uint16_t*>(w[r]) + col; };
+        if (col + Step::kCols <= k) full_step<Step>(acc, x, x_stride, col, w_at);
+        else masked_step<Step>(acc, x, x_stride, col, k, w_at);
     }
 #pragma GCC unroll 16
     for (int r = 0; r < RW; ++r)
@@ -157,11 +202,11 @@ inline int64_t stream_tile_rows(int64_t left) { return left == 5 ? 3 : left >= 4
 
 // Weight rows [j0, j1) against every activation row, 4 rows per pass taken from the 4 quarters of the range.
 template <class Step, class Store>
-void gemv_range(const DenseGemmTask& t, int64_t j0, int64_t j1, int64_t w_elem_bytes, int64_t x_elem_bytes,
+void gemv_range(const DenseGemmTask& t, int64_t j0, int64_t j1, int64_t w_elem_bytes, int64_t x_stride,
                 const Store& store, BlockPrefetch* pf = nullptr) {
     const auto* w = static_cast<const uint8_t*>(t.w);
     const auto* x = static_cast<const uint8_t*>(t.x);
-    const int64_t x_stride = t.k * x_elem_bytes, row_bytes = t.k * w_elem_bytes;
+    const int64_t row_bytes = t.k * w_elem_bytes;
     const int64_t quarter = (j1 - j0) / 4;
     auto pass = [&](int rw, const int64_t(&rows)[4]) {
         const void* wr[4];
@@ -211,16 +256,8 @@ inline void tile_chunk(const uint16_t* wp, const uint8_t* x, int64_t x_stride, i
             acc[r][a] = c0 == 0 ? _mm512_setzero_ps() : _mm512_load_ps(sums + (r * 4 + a) * 16);
     pf->steps((c1 - c0 + Step::kCols - 1) / Step::kCols);
     int64_t col = c0;
-    for (; col + Step::kCols <= c1; col += Step::kCols) {
-        __m512i xv[RA];
-#pragma GCC unroll 16
-        for (int a = 0; a < RA; ++a) xv[a] = Step::load_x_full(x + a * x_stride, col);
-#pragma GCC unroll 16
-        for (int r = 0; r < RW; ++r)
-#pragma GCC unroll 16
-            for (int a = 0; a < RA; ++a)
-                acc[r][a] = Step::madd_full(acc[r][a], wp + r * kChunkCols + (col - c0), xv[a]);
-    }
+    for (; col + Step::kCols <= c1; col += Step::kCols)
+        full_step<Step>(acc, x, x_stride, col, [&](int r) { return wp + r * kChunkCols + (col - c0); });
     if (col < c1)  // k's tail (the last chunk only)
         masked_step<Step>(acc, x, x_stride, col, k, [&](int r) { return wp + r * kChunkCols + (col - c0); });
     if (c1 < k) {
@@ -249,11 +286,10 @@ inline void tile_chunk_rows(const uint16_t* wp, const uint8_t* x, int64_t x_stri
 
 // Weight rows [j0, j1) (at most kBlockRows, bf16) against activation rows [i0, i1) (at most kGroupRows).
 template <class Step, class Store>
-void block_group(const DenseGemmTask& t, int64_t j0, int64_t j1, int64_t i0, int64_t i1, int64_t x_elem_bytes,
+void block_group(const DenseGemmTask& t, int64_t j0, int64_t j1, int64_t i0, int64_t i1, int64_t x_stride,
                  BlockPrefetch* pf, const Store& store) {
     const auto* w = static_cast<const uint16_t*>(t.w);
     const auto* x = static_cast<const uint8_t*>(t.x);
-    const int64_t x_stride = t.k * x_elem_bytes;
     const int64_t fours = (j1 - j0) / 4 * 4;
     auto* packed = reinterpret_cast<uint16_t*>(t.scratch);
     float* tile_sums = t.scratch + kPackedFloats;
@@ -279,9 +315,9 @@ void block_group(const DenseGemmTask& t, int64_t j0, int64_t j1, int64_t i0, int
 }
 
 template <class Step, class Store>
-void gemv(const DenseGemmTask& t, int64_t w_elem_bytes, int64_t x_elem_bytes, const Store& store) {
+void gemv(const DenseGemmTask& t, int64_t w_elem_bytes, int64_t x_stride, const Store& store) {
     if (t.n < kBlockedMinRows) {
-        gemv_range<Step>(t, 0, t.rows, w_elem_bytes, x_elem_bytes, store);
+        gemv_range<Step>(t, 0, t.rows, w_elem_bytes, x_stride, store);
         return;
     }
     const int64_t row_bytes = t.k * w_elem_bytes;
@@ -293,11 +329,11 @@ void gemv(const DenseGemmTask& t, int64_t w_elem_bytes, int64_t x_elem_bytes, co
         // the next block's rows into L2 while this block computes (its first pass would wait on memory)
         BlockPrefetch pf = next_block(t.w, row_bytes, j1, j2, steps);
         if (t.n < Step::kChunkedMinRows) {
-            gemv_range<Step>(t, j, j1, w_elem_bytes, x_elem_bytes, store, &pf);
+            gemv_range<Step>(t, j, j1, w_elem_bytes, x_stride, store, &pf);
             continue;
         }
         for (int64_t i = 0; i < t.n; i += kGroupRows)
-            block_group<Step>(t, j, j1, i, i + kGroupRows < t.n ? i + kGroupRows : t.n, x_elem_bytes, &pf, store);
+            block_group<Step>(t, j, j1, i, i + kGroupRows < t.n ? i + kGroupRows : t.n, x_stride, &pf, store);
     }
 }
 
@@ -305,14 +341,30 @@ void gemv(const DenseGemmTask& t, int64_t w_elem_bytes, int64_t x_elem_bytes, co
 
 void gemm_bf16(const DenseGemmTask& t) {
     auto* out = static_cast<uint16_t*>(t.out);
-    gemv<Bf16Step>(t, 2, 2, [&](int64_t i, int64_t j, float v) {
+    gemv<Bf16Step>(t, 2, t.k * 2, [&](int64_t i, int64_t j, float v) {
         out[i * t.ldo + j] = static_cast<uint16_t>(_mm256_extract_epi16(to_bf16(_mm512_set1_ps(v)), 0));
     });
 }
 
 void gemm_f32_bf16w(const DenseGemmTask& t) {
     auto* out = static_cast<float*>(t.out);
-    gemv<F32Step<Bf16W>>(t, 2, 4, [&](int64_t i, int64_t j, float v) { out[i * t.ldo + j] = v; });
+    gemv<F32Step>(t, 2, t.k * 4, [&](int64_t i, int64_t j, float v) { out[i * t.ldo + j] = v; });
+}
+
+void gemm_f32_pairs_bf16w(const DenseGemmTask& t) {
+    auto* out = static_cast<float*>(t.out);
+    const int64_t x_stride = f32_pairs_stride(t.k) * 4;
+    gemv<F32SplitStep>(t, 2, x_stride, [&](int64_t i, int64_t j, float v) { out[i * t.ldo + j] = v; });
+}
+
+void f32_pair_rows(const float* x, int64_t k, int64_t i0, int64_t i1, float* out) {
+    const int64_t stride = f32_pairs_stride(k);
+    for (int64_t i = i0; i < i1; ++i)
+        for (int64_t c = 0; c < stride; c += 32) {
+            const F32Step::X v = F32Step::load_x(x + i * k, c, k);
+            _mm512_storeu_ps(out + i * stride + c, v.even);
+            _mm512_storeu_ps(out + i * stride + c + 16, v.odd);
+        }
 }
 
 // ---- fp32 weights: the reference's order exactly ----------------------------------------------------
