@@ -158,7 +158,11 @@ void prepare_bf16(const IsaOps& ops, const Bf16Matrix& w, PackedWeight* out, Thr
 void gemm_f32_bf16w(const IsaOps& ops, const float* x, int64_t n, const Bf16Matrix& w, float* out, int64_t ldo,
                     ThreadPool& pool) {
     const PackedWeight* pw = bf16_tiles_of(w, ops.gemm_f32_bf16w_tiles != nullptr);
-    if (!pw && ops.gemm_f32_pairs_bf16w && n >= kF32PairsMinRows) {
+    if (!pw) {
+        if (!ops.gemm_f32_pairs_bf16w || n < kF32PairsMinRows) {
+            gemm_dense(ops.gemm_f32_bf16w, x, n, w.cols, w.data, w.rows, 2, out, 4, ldo, pool);
+            return;
+        }
         // x into pairs form once per call (in the calling thread's scratch) for every thread's rows
         const int64_t k = w.cols;
         AlignedBuffer& pairs = thread_scratch().f32_pairs;
@@ -167,10 +171,6 @@ void gemm_f32_bf16w(const IsaOps& ops, const float* x, int64_t n, const Bf16Matr
             ops.f32_pair_rows(x, k, static_cast<int64_t>(i0), static_cast<int64_t>(i1), pairs.as<float>());
         }, 16);
         gemm_dense(ops.gemm_f32_pairs_bf16w, pairs.data(), n, k, w.data, w.rows, 2, out, 4, ldo, pool);
-        return;
-    }
-    if (!pw) {
-        gemm_dense(ops.gemm_f32_bf16w, x, n, w.cols, w.data, w.rows, 2, out, 4, ldo, pool);
         return;
     }
     if (n == 0 || w.rows == 0) return;

@@ -346,16 +346,18 @@ void gemm_bf16(const DenseGemmTask& t) {
     });
 }
 
-void gemm_f32_bf16w(const DenseGemmTask& t) {
+namespace {
+// fp32 x (row stride x_stride bytes, as Step reads it) against the bf16 weight, fp32 out
+template <class Step>
+void gemm_f32_out(const DenseGemmTask& t, int64_t x_stride) {
     auto* out = static_cast<float*>(t.out);
-    gemv<F32Step>(t, 2, t.k * 4, [&](int64_t i, int64_t j, float v) { out[i * t.ldo + j] = v; });
+    gemv<Step>(t, 2, x_stride, [&](int64_t i, int64_t j, float v) { out[i * t.ldo + j] = v; });
 }
+}  // namespace
 
-void gemm_f32_pairs_bf16w(const DenseGemmTask& t) {
-    auto* out = static_cast<float*>(t.out);
-    const int64_t x_stride = f32_pairs_stride(t.k) * 4;
-    gemv<F32SplitStep>(t, 2, x_stride, [&](int64_t i, int64_t j, float v) { out[i * t.ldo + j] = v; });
-}
+void gemm_f32_bf16w(const DenseGemmTask& t) { gemm_f32_out<F32Step>(t, t.k * 4); }
+
+void gemm_f32_pairs_bf16w(const DenseGemmTask& t) { gemm_f32_out<F32SplitStep>(t, f32_pairs_stride(t.k) * 4); }
 
 void f32_pair_rows(const float* x, int64_t k, int64_t i0, int64_t i1, float* out) {
     const int64_t stride = f32_pairs_stride(k);
