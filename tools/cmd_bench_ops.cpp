@@ -374,6 +374,31 @@ void add_bf16(std::vector<Bench>& out, const std::string& name, int64_t rows, in
     out.push_back(std::move(b));
 }
 
+// The mHC mixes of a block (spec §5.2, gemm_f32_squares): the fp32 fn [24, 4 x 5120] against n bf16 stream rows,
+// each row's sum of squares beside (twice a layer in a decode step).
+void add_f32_squares(std::vector<Bench>& out, const std::string& name, int64_t rows, int64_t cols, const Kernels& k,
+                     ThreadPool& pool, int64_t max_n, void* y, const Options& o, double total) {
+    Bench b{"gemm_f32_squares", name, rows, cols, static_cast<double>(rows * cols * 4), false};
+    b.copies = copies_for(b.bytes_per_call, total);
+    std::mt19937 rng(11);
+    std::normal_distribution<float> dist(0.0f, 0.05f);
+    std::vector<float> first(static_cast<size_t>(rows * cols));
+    for (float& v : first) v = dist(rng);
+    auto x = std::make_shared<std::vector<bf16>>(static_cast<size_t>(max_n * cols));
+    for (bf16& v : *x) v = float_to_bf16(20.0f * dist(rng));
+    auto squares = std::make_shared<std::vector<float>>(static_cast<size_t>(max_n));
+    std::vector<backend::F32Matrix> mats;
+    for (size_t c = 0; c < b.copies; ++c) {
+        b.storage.push_back(make_buffer(first.size() * sizeof(float), o.hugepages));
+        std::copy(first.begin(), first.end(), b.storage.back().as<float>());
+        mats.push_back({b.storage.back().as<float>(), rows, cols});
+    }
+    b.run = [&k, &pool, x, squares, y, mats](size_t c, int64_t n) {
+        k.gemm_f32_squares(x->data(), n, mats[c], static_cast<float*>(y), squares->data(), pool);
+    };
+    out.push_back(std::move(b));
+}
+
 // One timed case: every sample (a run of calls continuing the cycle through the copies, least recently
 // used first) is taken between two measurements of the machine limits, so load from other processes
 // that changes during the run affects both sides of each ratio alike.
@@ -559,6 +584,8 @@ int run_bench(const Options& o) {
          [&](auto& v) { add_bf16(v, "head", 129280, 5120, true, kernels, pool, in, y.data(), o, total); }},
         {"gemm_fp8_bf16x", "wo_a",
          [&](auto& v) { add_fp8_bf16x(v, "wo_a", 8192, 4096, kernels, pool, in, y.as<bf16>(), o, total); }},
+        {"gemm_f32_squares", "mhc fn",
+         [&](auto& v) { add_f32_squares(v, "mhc fn", 24, 20480, kernels, pool, max_n, y.data(), o, total); }},
         // the same shape as a bf16 weight: the model's wo_a before it was kept in fp8, and the bf16 GEMM of
         // the indexer and compressor
         {"gemm_bf16", "wo_a",

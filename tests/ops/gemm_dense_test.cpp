@@ -255,7 +255,8 @@ TEST(GemmF32, ReleasedShapes) {
 }
 
 // gemm_f32_squares (the mHC mixes and their statistic, bf16 x) against the reference, bit-identical: few rows (a
-// decode step: widened, gemm_f32 and the squares' chains), whole tiles of 16 rows in the lanes with rows left
+// decode step; AVX-512: parts of the weight rows over the threads, the squares' chains in lanes beside the first
+// part's sums, tiles of up to 8 rows; AVX2: widened, gemm_f32 and the squares' chains), whole tiles of 16 rows in the lanes with rows left
 // over, fewer tiles than threads (16-31 rows, or 2 tiles on 3 threads: each tile split by weight rows), weight row
 // counts below / at / past the kernel's 24 sums at once, k = 0, with and without 16-column tails and past its
 // 256-column chunks.
@@ -293,14 +294,18 @@ TEST(GemmF32Squares, Shapes) {
     for (const Shape& s : {Shape{1, 24, 100, 0}, Shape{9, 5, 31, 0}, Shape{16, 24, 300, 0}, Shape{20, 17, 530, 0},
                            Shape{31, 8, 100, 0}, Shape{32, 24, 48, 0}, Shape{33, 8, 300, 0}, Shape{40, 17, 600, 0},
                            Shape{64, 30, 37, 0}, Shape{100, 49, 530, 0}, Shape{48, 24, 0, 0}, Shape{16, 24, 0, 0},
-                           Shape{16, 0, 40, 0}, Shape{40, 0, 40, 0}})
+                           Shape{16, 0, 40, 0}, Shape{40, 0, 40, 0}, Shape{1, 0, 40, 0}, Shape{5, 1, 47, 0},
+                           Shape{8, 9, 64, 0}, Shape{15, 24, 33, 0}, Shape{4, 12, 20, 0}, Shape{3, 40, 100, 0},
+                           Shape{1, 24, 0, 0}})
         run_f32_squares(s, seed++);
 }
 
 // hc_attn_fn / hc_ffn_fn [24, 20480] over the 4-copy stream: a decode step, a batch of 16, a prefill's tiles with
 // 8 rows left.
 TEST(GemmF32Squares, ReleasedShapes) {
+    run_f32_squares({1, 24, 20480, 0}, 923);
     run_f32_squares({2, 24, 20480, 0}, 920);
+    run_f32_squares({8, 24, 20480, 0}, 924);  // part 0: 8 weight rows beside the 8 rows' squares
     run_f32_squares({16, 24, 20480, 0}, 922);  // a batch of 16: one tile, split by weight rows
     run_f32_squares({72, 24, 20480, 0}, 921);
 }

@@ -245,10 +245,29 @@ void gemm_f32_squares(const IsaOps& ops, const bf16* x, int64_t n, const F32Matr
             }
         }, 1);
     }
-    // The rest (a decode step's rows): widened to fp32, gemm_f32, and each row's squares summed in order, kChains
-    // rows side by side (one row's 20 480 dependent adds took ~0.1 ms).
+    // The rest (a decode step's rows): where the table has the kernel, parts of the weight rows over the pool, read
+    // from the bf16 stream, the first part's lanes also carrying the squares' chains (gemm_f32_squares_rows).
     const int64_t i0 = tiles * kF32LaneRows, rest = n - i0;
     if (rest == 0) return;
+    if (ops.gemm_f32_squares_rows) {
+        // The lanes are the weight rows plus the squares' (a tile's rows, up to 8) and go out in even parts of at
+        // most 16 (one pass over x each), at least 8 a part where there are threads for them; the squares' lanes
+        // lead part 0. (Parts by weight rows alone left part 0 two passes at 8 rows: 1.4-1.5x the time.)
+        const int64_t own = std::min<int64_t>(rest, 8), lanes = w.rows + own;
+        const int64_t parts = std::max((lanes + 15) / 16, std::min(threads, (lanes + 7) / 8));
+        auto first_row = [&](int64_t part) { return std::clamp(part * lanes / parts - own, int64_t{0}, w.rows); };
+        pool.parallel_for(static_cast<size_t>(parts), [&](size_t a, size_t b, int) {
+            for (auto part = static_cast<int64_t>(a); part < static_cast<int64_t>(b); ++part) {
+                const int64_t j0 = part == 0 ? 0 : first_row(part), j1 = first_row(part + 1);
+                if (j0 < j1 || part == 0)
+                    ops.gemm_f32_squares_rows(x + i0 * k, rest, k, w.data + j0 * k, j1 - j0, out + i0 * w.rows + j0,
+                                              w.rows, part == 0 ? squares + i0 : nullptr);
+            }
+        }, 1);
+        return;
+    }
+    // Else widened to fp32, gemm_f32, and each row's squares summed in order, kChains rows side by side (one row's
+    // 20 480 dependent adds took ~0.1 ms).
     ScratchVector<float> xf(static_cast<size_t>(rest * k));
     constexpr int kChains = 8;
     pool.parallel_for(static_cast<size_t>(rest), [&](size_t a, size_t b, int) {

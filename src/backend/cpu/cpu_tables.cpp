@@ -39,7 +39,7 @@ const IsaOps& avx512_ops() {
                                avx512::fp8_tile_item_rows,  avx512::gemm_bf16_tiles,
                                avx512::bf16_pair_tiles,     avx512::prep_fp4_flags,
                                avx512::gemm_f32_squares_tiles, avx512::gemm_f32_pairs_bf16w,
-                               avx512::f32_pair_rows};
+                               avx512::f32_pair_rows,       avx512::gemm_f32_squares_rows};
     return ops;
 }
 

@@ -334,6 +334,11 @@ struct IsaOps {
     void (*gemm_f32_pairs_bf16w)(const DenseGemmTask& task) = nullptr;
     // ... and its activations: rows [i0, i1) of x (row stride k) in pairs form at out (row stride f32_pairs_stride).
     void (*f32_pair_rows)(const float* x, int64_t k, int64_t i0, int64_t i1, float* out) = nullptr;
+    // Optional (AVX-512): Kernels::gemm_f32_squares of n rows of x (row stride k) against fn's rows [0, fn_rows) (row
+    // stride k): out [n rows, ldo apart][fn_rows] and, where squares is not null, each row's sum of squares -- the
+    // reference's chains, without a widened copy of x or a pass of the squares' own (a decode step's rows).
+    void (*gemm_f32_squares_rows)(const bf16* x, int64_t n, int64_t k, const float* fn, int64_t fn_rows, float* out,
+                                  int64_t ldo, float* squares) = nullptr;
 };
 inline int64_t f32_pairs_stride(int64_t k) { return (k + 31) / 32 * 32; }
 // x = hi + mid + lo exactly for every finite fp32 x whose parts stay normal (|x| >= ~2^-110): hi = x truncated to
@@ -396,6 +401,8 @@ bool fp4_tile_acts(const void* acts, const float* act_scales, const uint8_t* fp4
 float tile_loop(int64_t iters);  // probe_amx.cpp
 void gemm_f32_squares_tiles(const bf16* x, int64_t tiles, int64_t k, const float* fn, int64_t fn_rows, float* out,
                             int64_t ldo, float* squares);  // gemm_dense_avx512.cpp
+void gemm_f32_squares_rows(const bf16* x, int64_t n, int64_t k, const float* fn, int64_t fn_rows, float* out,
+                           int64_t ldo, float* squares);  // gemm_dense_avx512.cpp
 void gemm_f32_pairs_bf16w(const DenseGemmTask& task);                                  // gemm_dense_avx512.cpp
 void f32_pair_rows(const float* x, int64_t k, int64_t i0, int64_t i1, float* out);     // gemm_dense_avx512.cpp
 void prep_fp4_flags(const uint8_t* codes, int64_t k, uint8_t* out);  // fp4_flags_avx512.cpp

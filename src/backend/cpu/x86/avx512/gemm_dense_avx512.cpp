@@ -8,8 +8,10 @@
 // Step::kChunkedMinRows rows on also k in chunks packed into L1 (see "many activation rows").
 #include "backend/cpu/x86/avx512/avx512_intrinsics.h"
 
+#include <algorithm>
 #include <cstdint>
 #include <cstring>
+#include <type_traits>
 
 #include "backend/cpu/x86/avx512/avx512_common.h"
 #include "backend/cpu/x86/block_prefetch.h"
@@ -388,8 +390,18 @@ void f32_pair_rows(const float* x, int64_t k, int64_t i0, int64_t i1, float* out
 // alternating rounds) 2649-2750 -> 2558-2574 ms.
 namespace {
 
-template <int R>
-void f32_ordered_tile(const float* w, int64_t k, int64_t valid, const float* x, __m512 (&acc)[8]) {
+// 16 values of an activation row as fp32 (bf16 exactly so).
+inline __m512 load_row16(const float* x) { return _mm512_loadu_ps(x); }
+inline __m512 load_row16(const bf16* x) { return from_bf16(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(x))); }
+inline float to_f32(float v) { return v; }
+inline float to_f32(bf16 v) { return bf16_to_float(v); }
+
+// R activation rows of x (row stride k) against weight rows w[0..valid) in the lanes (row stride k), each lane's
+// sum the reference's chain. With `own` > 0 the lanes [valid, valid + own) hold rows [0, own) of x itself as
+// weight rows (valid + own <= 16): lane valid + a of acc[a] is then row a's sum of squares, x * x then the add
+// with k in order from 0 -- the mHC statistic's chain (gemm_f32_squares_rows).
+template <int R, class X>
+void f32_ordered_tile(const float* w, int64_t k, int64_t valid, const X* x, int own, __m512 (&acc)[8]) {
 #pragma GCC unroll 8
     for (int a = 0; a < R; ++a) acc[a] = _mm512_setzero_ps();
     int64_t col = 0;
@@ -397,22 +409,53 @@ void f32_ordered_tile(const float* w, int64_t k, int64_t valid, const float* x, 
         __m512i blk[16];
 #pragma GCC unroll 16
         for (int r = 0; r < 16; ++r)
-            blk[r] = r < valid ? _mm512_castps_si512(_mm512_loadu_ps(w + r * k + col)) : _mm512_setzero_si512();
+            blk[r] = r < valid          ? _mm512_castps_si512(_mm512_loadu_ps(w + r * k + col))
+                     : r < valid + own ? _mm512_castps_si512(load_row16(x + (r - valid) * k + col))
+                                       : _mm512_setzero_si512();
         transpose16(blk);
+        // the rows' 16 values as fp32, broadcast from memory (bf16 rows widened once here: a scalar widening per
+        // broadcast cost 8 rows 1.5x the time of the fp32 copy's loads)
+        alignas(64) float widened[R][16];
+        const float* xr[R];
+#pragma GCC unroll 8
+        for (int a = 0; a < R; ++a) {
+            if constexpr (std::is_same_v<X, float>) {
+                xr[a] = x + a * k + col;
+            } else {
+                _mm512_store_ps(widened[a], load_row16(x + a * k + col));
+                xr[a] = widened[a];
+            }
+        }
 #pragma GCC unroll 16
         for (int c = 0; c < 16; ++c) {
             const __m512 wc = _mm512_castsi512_ps(blk[c]);
 #pragma GCC unroll 8
-            for (int a = 0; a < R; ++a)
-                acc[a] = _mm512_add_ps(acc[a], _mm512_mul_ps(wc, _mm512_set1_ps(x[a * k + col + c])));
+            for (int a = 0; a < R; ++a) acc[a] = _mm512_add_ps(acc[a], _mm512_mul_ps(wc, _mm512_set1_ps(xr[a][c])));
         }
     }
     for (; col < k; ++col) {
         alignas(64) float column[16] = {};
         for (int64_t r = 0; r < valid; ++r) column[r] = w[r * k + col];
+        for (int r = 0; r < own; ++r) column[valid + r] = to_f32(x[r * k + col]);
         const __m512 wc = _mm512_load_ps(column);
 #pragma GCC unroll 8
-        for (int a = 0; a < R; ++a) acc[a] = _mm512_add_ps(acc[a], _mm512_mul_ps(wc, _mm512_set1_ps(x[a * k + col])));
+        for (int a = 0; a < R; ++a)
+            acc[a] = _mm512_add_ps(acc[a], _mm512_mul_ps(wc, _mm512_set1_ps(to_f32(x[a * k + col]))));
+    }
+}
+
+// ra (1-8) rows of x against weight rows [0, valid) of w, `own` of them with their squares (f32_ordered_tile).
+template <class X>
+void f32_ordered_rows(const float* w, int64_t k, int64_t valid, const X* x, int64_t ra, int own, __m512 (&acc)[8]) {
+    switch (ra) {
+        case 8: f32_ordered_tile<8>(w, k, valid, x, own, acc); break;
+        case 7: f32_ordered_tile<7>(w, k, valid, x, own, acc); break;
+        case 6: f32_ordered_tile<6>(w, k, valid, x, own, acc); break;
+        case 5: f32_ordered_tile<5>(w, k, valid, x, own, acc); break;
+        case 4: f32_ordered_tile<4>(w, k, valid, x, own, acc); break;
+        case 3: f32_ordered_tile<3>(w, k, valid, x, own, acc); break;
+        case 2: f32_ordered_tile<2>(w, k, valid, x, own, acc); break;
+        default: f32_ordered_tile<1>(w, k, valid, x, own, acc); break;
     }
 }
 
@@ -447,12 +490,6 @@ void transpose_chunk(const float* w, int64_t k, int64_t valid, int64_t col0, int
     for (; c0 < width; ++c0)
         for (int j = 0; j < J; ++j) wt[c0][j] = j < valid ? w[j * k + col0 + c0] : 0.0f;
 }
-
-// 16 values of an activation row as fp32 (bf16 exactly so).
-inline __m512 load_row16(const float* x) { return _mm512_loadu_ps(x); }
-inline __m512 load_row16(const bf16* x) { return from_bf16(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(x))); }
-inline float to_f32(float v) { return v; }
-inline float to_f32(bf16 v) { return bf16_to_float(v); }
 
 // Row tiles [0, tiles) of 16 activation rows from x (fp32 or bf16, row stride k) against the weight rows
 // w[0..valid) (row stride k, valid <= J <= kLaneSums): out[(16 i + r) * ldo + j]; with kSquares also each row's
@@ -549,16 +586,7 @@ void gemm_f32(const DenseGemmTask& t) {
             const float* wj = w + j * t.k;
             const float* xi = x + i * t.k;
             __m512 acc[8];
-            switch (ra) {
-                case 8: f32_ordered_tile<8>(wj, t.k, valid, xi, acc); break;
-                case 7: f32_ordered_tile<7>(wj, t.k, valid, xi, acc); break;
-                case 6: f32_ordered_tile<6>(wj, t.k, valid, xi, acc); break;
-                case 5: f32_ordered_tile<5>(wj, t.k, valid, xi, acc); break;
-                case 4: f32_ordered_tile<4>(wj, t.k, valid, xi, acc); break;
-                case 3: f32_ordered_tile<3>(wj, t.k, valid, xi, acc); break;
-                case 2: f32_ordered_tile<2>(wj, t.k, valid, xi, acc); break;
-                default: f32_ordered_tile<1>(wj, t.k, valid, xi, acc); break;
-            }
+            f32_ordered_rows(wj, t.k, valid, xi, ra, 0, acc);
             for (int64_t a = 0; a < ra; ++a) _mm512_mask_storeu_ps(out + (i + a) * t.ldo + j, mask, acc[a]);
         }
     }
@@ -567,6 +595,32 @@ void gemm_f32(const DenseGemmTask& t) {
 void gemm_f32_squares_tiles(const bf16* x, int64_t tiles, int64_t k, const float* fn, int64_t fn_rows, float* out,
                             int64_t ldo, float* squares) {
     tiles_in_lanes(x, tiles, k, fn, fn_rows, out, ldo, squares);
+}
+
+// Rows of x in tiles of up to 8 against weight rows in groups of 16 lanes, read from the bf16 stream as they are.
+// With squares, each tile's first group takes 16 - ra weight rows and the tile's own rows (f32_ordered_tile), so the
+// statistic's chains run in lanes beside the sums instead of a pass of their own.
+void gemm_f32_squares_rows(const bf16* x, int64_t n, int64_t k, const float* fn, int64_t fn_rows, float* out,
+                           int64_t ldo, float* squares) {
+    if (fn_rows == 0 && !squares) return;
+    for (int64_t i = 0; i < n; i += 8) {
+        const int64_t ra = n - i < 8 ? n - i : 8;
+        const bf16* xi = x + i * k;
+        int64_t j = 0;
+        do {  // (once with no weight rows: the squares alone)
+            const int own = j == 0 && squares ? static_cast<int>(ra) : 0;
+            const int64_t valid = std::min<int64_t>(fn_rows - j, 16 - own);
+            __m512 acc[8];
+            f32_ordered_rows(fn + j * k, k, valid, xi, ra, own, acc);
+            alignas(64) float lanes[16];
+            for (int64_t a = 0; a < ra; ++a) {
+                _mm512_store_ps(lanes, acc[a]);
+                std::copy(lanes, lanes + valid, out + (i + a) * ldo + j);
+                if (own > 0) squares[i + a] = lanes[valid + a];
+            }
+            j += valid;
+        } while (j < fn_rows);
+    }
 }
 
 }  // namespace deepinfer::backend::cpu::avx512
