@@ -398,8 +398,9 @@ inline float to_f32(bf16 v) { return bf16_to_float(v); }
 
 // R activation rows of x (row stride k) against weight rows w[0..valid) in the lanes (row stride k), each lane's
 // sum the reference's chain. With `own` > 0 the lanes [valid, valid + own) hold rows [0, own) of x itself as
-// weight rows (valid + own <= 16): lane valid + a of acc[a] is then row a's sum of squares, x * x then the add
-// with k in order from 0 -- the mHC statistic's chain (gemm_f32_squares_rows).
+// weight rows (own <= R, valid + own <= 16): lane valid + a of acc[a] is then row a's sum of squares, x * x then
+// the add with k in order from 0 -- the mHC statistic's chain (gemm_f32_squares_rows). (Those rows are widened
+// twice a step, here and for the broadcasts: reading the lanes from the broadcasts' copy measured no faster.)
 template <int R, class X>
 void f32_ordered_tile(const float* w, int64_t k, int64_t valid, const X* x, int own, __m512 (&acc)[8]) {
 #pragma GCC unroll 8
