@@ -25,7 +25,7 @@ struct Fp8Chunks {
     static constexpr int kVectors = 2, kChunks = 8;
     // 5-8 rows: the groups of a pair take turns within each block (see stream_rows)
     static constexpr bool kSideBySideUpTo8 = false;
-    static constexpr int64_t kBlockBytes = 512;
+    static constexpr int64_t kBlockBytes = 512, kScaleBytes = 1;  // a group's block: 16x32 codes, one scale
     // 1-2 rows: on Zen 4 the hardware prefetchers keep up, elsewhere 6 KB into L2; >= 3 rows: near into L1 plus far
     // into L2 (see below)
     template <int R>
@@ -37,11 +37,8 @@ struct Fp8Chunks {
     const uint8_t* flags = nullptr;    // the task's subnormal-block flags (indexed as the scales); null: lookups only
     const uint32_t* scaled = nullptr;  // the task's activations x 2^64, [n, k / 2] bf16 pairs
     inline void decode(const uint8_t* p, __m512i* v) const { dec.decode(_mm512_load_si512(p), v[0], v[1]); }
-    // Whether block kb of groups [g, g + count) of the task (count 1 or a whole pair) takes the bits.
-    inline bool bits_block(const QuantGemmTask& t, int64_t g, int count, int64_t kb) const {
-        const uint8_t* f = flags + packed_scale_offset(g, t.groups, kb, t.k / 32, 1);
-        return count == 2 ? (f[0] | f[1]) == 0 : f[0] == 0;
-    }
+    // Whether a block of `count` groups (1 or a whole pair) whose flags start at f takes the bits.
+    static inline bool bits_block(const uint8_t* f, int count) { return count == 2 ? (f[0] | f[1]) == 0 : f[0] == 0; }
 };
 
 template <bool kZen4>
@@ -49,7 +46,7 @@ struct Fp4Chunks {
     static constexpr int kVectors = 4, kChunks = 4;
     static constexpr bool kSideBySideUpTo8 = !kZen4;
     static constexpr bool kTwoDecoders = false;
-    static constexpr int64_t kBlockBytes = 256;
+    static constexpr int64_t kBlockBytes = 256, kScaleBytes = 16;  // 16x32 codes, a scale per row
     template <int R>
     static constexpr Prefetch kPrefetch = Prefetch{0, 6144};
     Fp4ToBf16 dec;
@@ -98,6 +95,13 @@ void stream_rows(const QuantGemmTask& t, const Chunks& chunks, const Scales& sca
     constexpr bool kSideBySide = R <= 4 || Chunks::kSideBySideUpTo8;
     const int64_t kb_count = t.k / 32, a_stride = t.k / 2;
     const float* sa = t.act_scales;
+    // The pair's scales and subnormal-block flags (packing.h: block kb of group g0 + g at kb * G + g pieces), found
+    // once: packed_scale_offset per block (the task fields reloaded, the offsets worked out again) cost one core
+    // 10-20% of its fp8 stream at 1-2 rows (docs/PERFORMANCE.md, "Fifty-seventh session").
+    const uint8_t* pair_scales = t.scales + packed_scale_offset(g0, t.groups, 0, kb_count, Chunks::kScaleBytes);
+    const uint8_t* pair_flags = nullptr;
+    if constexpr (Chunks::kTwoDecoders)
+        if (chunks.flags) pair_flags = chunks.flags + packed_scale_offset(g0, t.groups, 0, kb_count, 1);
     // G = 2 only for a whole pair, G = 1 only for a lone group: the strides are G chunks and G blocks
     const uint8_t* codes =
         t.codes + packed_group(g0, t.groups, kb_count, Chunks::kBlockBytes, kPackedChunkBytes).offset;
@@ -142,7 +146,7 @@ void stream_rows(const QuantGemmTask& t, const Chunks& chunks, const Scales& sca
         }
 #pragma GCC unroll 4
         for (int g = 0; g < kGroups; ++g) {
-            const __m512 sw = scale_of(g0 + gb + g, kb);
+            const __m512 sw = scale_of(pair_scales + (kb * G + gb + g) * Chunks::kScaleBytes);
 #pragma GCC unroll 8
             for (int r = 0; r < R; ++r) {
                 __m512 block_sum = p[g][r];
@@ -158,7 +162,7 @@ void stream_rows(const QuantGemmTask& t, const Chunks& chunks, const Scales& sca
         // 5-8 rows (no flags: the driver scales activations for 1-4 only) share each decode among enough dot
         // products, and the lookup's constants fit beside their accumulators only alone.
         if constexpr (Chunks::kTwoDecoders && kSideBySide) {
-            if (chunks.flags && chunks.bits_block(t, g0 + gb, kGroups, kb)) {
+            if (pair_flags && Chunks::bits_block(pair_flags + kb * G + gb, kGroups)) {
                 run_block.template operator()<kGroups, true>(kb, gb, chunks.bits, chunks.scaled + i0 * a_stride);
                 return;
             }
@@ -198,9 +202,10 @@ void stream_rows(const QuantGemmTask& t, const Chunks& chunks, const Scales& sca
 // R (<= 8) activation rows from i0 against the G groups of the panel (vectors [kb - kb0][16 column pairs][2
 // groups]) over blocks [kb0, kb1): 2 R chains side by side (Zen 5 keeps ~12 vdpbf16ps in flight; 8 chains
 // left a third of that idle), so the accumulators wait in acc_mem ([n][2][16] floats) from block to block.
-template <int R, int G, class Scales>
+// Block kb of group g0 + g has its scales at pair_scales + (kb G + g) kScaleBytes (stream_rows).
+template <int R, int G, int64_t kScaleBytes, class Scales>
 inline void panel_rows(const QuantGemmTask& t, const __m512i* panel, int64_t g0, int64_t kb0, int64_t kb1, int64_t i0,
-                       float* acc_mem, const Scales& scale_of) {
+                       float* acc_mem, const uint8_t* pair_scales, const Scales& scale_of) {
     const int64_t kb_count = t.k / 32, a_stride = t.k / 2;
     const auto* acts = static_cast<const uint32_t*>(t.acts) + i0 * a_stride;
     const float* sa = t.act_scales + i0 * kb_count;
@@ -237,7 +242,7 @@ inline void panel_rows(const QuantGemmTask& t, const __m512i* panel, int64_t g0,
         }
 #pragma GCC unroll 2
         for (int g = 0; g < G; ++g) {
-            const __m512 sw = scale_of(g0 + g, kb);
+            const __m512 sw = scale_of(pair_scales + (kb * G + g) * kScaleBytes);
 #pragma GCC unroll 8
             for (int r = 0; r < R; ++r) {
                 float* slot = am + r * 32 + g * 16;
@@ -269,6 +274,8 @@ void run_panel(const QuantGemmTask& t, const Chunks& chunks, const Scales& scale
         const int G = g0 + 2 <= t.groups ? 2 : 1;
         const uint8_t* codes =
             t.codes + packed_group(g0, t.groups, kb_count, Chunks::kBlockBytes, kPackedChunkBytes).offset;
+        const uint8_t* pair_scales =
+            t.scales + packed_scale_offset(g0, t.groups, 0, kb_count, Chunks::kScaleBytes);
         const int64_t piece_stride = G * kPackedChunkBytes, block_stride = G * Chunks::kBlockBytes;
         for (int64_t kb0 = 0; kb0 < kb_count; kb0 += kQuantPanelBlocks) {
             const int64_t kb1 = kb0 + kQuantPanelBlocks < kb_count ? kb0 + kQuantPanelBlocks : kb_count;
@@ -286,8 +293,11 @@ void run_panel(const QuantGemmTask& t, const Chunks& chunks, const Scales& scale
             for (int64_t i0 = 0; i0 < t.n; i0 += 8) {
                 const int64_t n = t.n - i0 < 8 ? t.n - i0 : 8;
                 [&]<int... i>(std::integer_sequence<int, i...>) {
-                    ((n == i + 1 ? (G == 2 ? panel_rows<i + 1, 2>(t, panel, g0, kb0, kb1, i0, acc_mem, scale_of)
-                                           : panel_rows<i + 1, 1>(t, panel, g0, kb0, kb1, i0, acc_mem, scale_of))
+                    constexpr int64_t kS = Chunks::kScaleBytes;
+                    ((n == i + 1 ? (G == 2 ? panel_rows<i + 1, 2, kS>(t, panel, g0, kb0, kb1, i0, acc_mem, pair_scales,
+                                                                      scale_of)
+                                           : panel_rows<i + 1, 1, kS>(t, panel, g0, kb0, kb1, i0, acc_mem, pair_scales,
+                                                                      scale_of))
                                  : void()),
                      ...);
                 }(std::make_integer_sequence<int, 8>{});
@@ -603,10 +613,8 @@ void gemm_wide_rows_apart(const QuantGemmTask& t, void (*kernel)(const QuantGemm
 namespace {
 // The fp8 GEMM on vdpbf16ps: CPUs without AMX, and (through gemm_fp8) the rows and pairs gemm_fp8_amx cannot take.
 void gemm_fp8_vdpbf16ps(const QuantGemmTask& t) {
-    const int64_t kb_count = t.k / 32;
-    auto scales = [&](int64_t g, int64_t kb) {
-        return _mm512_set1_ps(e8m0_to_float(t.scales[packed_scale_offset(g, t.groups, kb, kb_count, 1)]));
-    };
+    // the block's scale (Fp8Chunks::kScaleBytes at s)
+    auto scales = [](const uint8_t* s) { return _mm512_set1_ps(e8m0_to_float(*s)); };
     auto go = [&](auto chunks) {
         // The driver passes flags and scaled activations only for 1-4 rows of weights without NaN codes (a NaN
         // code would decode as a number) whose activations fp8_bits_acts took.
@@ -645,17 +653,14 @@ void gemm_fp8(const QuantGemmTask& t) {
 }
 
 void gemm_fp4(const QuantGemmTask& t) {
-    const int64_t kb_count = t.k / 32;
-    auto scales = [&](int64_t g, int64_t kb) {
-        return _mm_loadu_si128(
-            reinterpret_cast<const __m128i*>(t.scales + packed_scale_offset(g, t.groups, kb, kb_count, 16)));
-    };
+    // the block's 16 scales, one per row (Fp4Chunks::kScaleBytes at s)
+    auto scales = [](const uint8_t* s) { return _mm_loadu_si128(reinterpret_cast<const __m128i*>(s)); };
     // Codes 1..254 only (no 2^-127, no NaN): the shift alone gives 2^(b - 127), 4 vector ops fewer per block
     // (the decode is issue-bound on Zen 4).
-    auto plain = [&](int64_t g, int64_t kb) {
-        return _mm512_castsi512_ps(_mm512_slli_epi32(_mm512_cvtepu8_epi32(scales(g, kb)), 23));
+    auto plain = [&](const uint8_t* s) {
+        return _mm512_castsi512_ps(_mm512_slli_epi32(_mm512_cvtepu8_epi32(scales(s)), 23));
     };
-    auto any = [&](int64_t g, int64_t kb) { return e8m0_to_ps(scales(g, kb)); };
+    auto any = [&](const uint8_t* s) { return e8m0_to_ps(scales(s)); };
     // AMX: tiles for 5 and more rows; 1-4 rows keep the integer form. Both give a block the integer form holds
     // its exact sum, and any other block the vdpbf16ps chain of fp4_block_chain (block_decode.h).
     // With the activations of fp4_tile_acts (IsaOps::fp4_tile_acts), the sums over all of k (gemm_fp4_amx_sums.cpp).
