@@ -17,7 +17,7 @@ namespace deepinfer::backend::cpu::avx2 {
 // byte shuffle, so one int32 -> fp32 conversion gives 2^25 * value exactly.
 struct Fp4Chunk {
     static constexpr int kCols = 8, kChunks = 4;
-    static constexpr int64_t kBlockBytes = 256;
+    static constexpr int64_t kBlockBytes = 256, kScaleBytes = 16;  // a group's block: 16x32 codes, a scale per row
     static constexpr float kValueScale = 1.0f / 33554432.0f;  // 2^-25
     static constexpr float kActScale = 1.0f;
     static constexpr bool kBroadcastActs = false;
@@ -114,11 +114,10 @@ inline void scale_partials_and_store(const QuantGemmTask& t, int64_t g0, const f
 // n = 4 streamed, within +-2% at n = 1).
 constexpr int64_t kPrefetchBytes = 3072;
 
-// The e8m0 scales of block kb of group g's 16 rows (packed: [G][KB][16] bytes, pairs interleaved). A weight
+// The e8m0 scales of a block's 16 rows, the 16 bytes at s (packed: [G][KB][16] bytes, pairs interleaved). A weight
 // without the codes 0 (2^-127) and 255 (NaN) (PackedWeight::plain_scales) takes the shift alone: 8 vector ops
 // fewer per block.
-inline void fp4_scales(const QuantGemmTask& t, int64_t g, int64_t kb, __m256& sw0, __m256& sw1) {
-    const uint8_t* s = t.scales + packed_scale_offset(g, t.groups, kb, t.k / 32, 16);
+inline void fp4_scales_at(const QuantGemmTask& t, const uint8_t* s, __m256& sw0, __m256& sw1) {
     if (t.plain_scales) {
         const __m256i b = _mm256_cvtepu8_epi32(_mm_loadl_epi64(reinterpret_cast<const __m128i*>(s)));
         const __m256i c = _mm256_cvtepu8_epi32(_mm_loadl_epi64(reinterpret_cast<const __m128i*>(s + 8)));
@@ -128,6 +127,16 @@ inline void fp4_scales(const QuantGemmTask& t, int64_t g, int64_t kb, __m256& sw
     }
     sw0 = e8m0_to_ps(s);
     sw1 = e8m0_to_ps(s + 8);
+}
+// ... of block kb of group g
+inline void fp4_scales(const QuantGemmTask& t, int64_t g, int64_t kb, __m256& sw0, __m256& sw1) {
+    fp4_scales_at(t, t.scales + packed_scale_offset(g, t.groups, kb, t.k / 32, Fp4Chunk::kScaleBytes), sw0, sw1);
+}
+// Where the pair (or lone group) from g0 keeps its scales: block kb of group g0 + g at (kb * G + g) * unit bytes on
+// (found once per pair: worked out per block, the offsets cost the decode kernels up to a fifth of a core's stream
+// on AVX-512, gemm_quant_avx512.cpp).
+inline const uint8_t* pair_scales(const QuantGemmTask& t, int64_t g0, int64_t unit) {
+    return t.scales + packed_scale_offset(g0, t.groups, 0, t.k / 32, unit);
 }
 
 // The integer form of an act_quant row that AVX2's panel GEMM reads (fp4_panel_rows; gemm_fp4_int_avx2.cpp; one row

@@ -34,7 +34,7 @@ inline void decode_columns(const uint8_t* p, const F& f) {
 // the speed (Zen 4 is slow on multiplies of the subnormal weights, not on FMAs).
 struct Fp8BitsChunk {
     static constexpr int kCols = 4, kChunks = 8;
-    static constexpr int64_t kBlockBytes = 512;
+    static constexpr int64_t kBlockBytes = 512, kScaleBytes = 1;  // a group's block: 16x32 codes, one scale
     static constexpr float kValueScale = 2.0f;
     static constexpr float kActScale = 0x1p119f;
     static constexpr bool kBroadcastActs = false;  // the stream's activation rows [n, k] (fp8_bits_acts)

@@ -127,10 +127,14 @@ void rows_groups(const QuantGemmTask& t, int64_t g0) {
         }
     }
     const __m256 f = _mm256_set1_ps(Fp4Chunk::kValueScale);
+    const uint8_t* scales = pair_scales(t, g0, Fp4Chunk::kScaleBytes);
     for (int r = 0; r < R; ++r)
         scale_partials_and_store<G>(
             t, g0, part + r * kb_count * G * 16, acc, f,
-            [&](int g, int64_t kb, __m256& sw0, __m256& sw1) { fp4_scales(t, g0 + g, kb, sw0, sw1); }, r);
+            [&](int g, int64_t kb, __m256& sw0, __m256& sw1) {
+                fp4_scales_at(t, scales + (kb * G + g) * Fp4Chunk::kScaleBytes, sw0, sw1);
+            },
+            r);
 }
 
 template <int R, class Form>

@@ -23,7 +23,7 @@ namespace {
 template <bool kNanCodes>
 struct Fp8Chunk {
     static constexpr int kCols = 4, kChunks = 8;
-    static constexpr int64_t kBlockBytes = 512;
+    static constexpr int64_t kBlockBytes = 512, kScaleBytes = 1;  // a group's block: 16x32 codes, one scale
     static constexpr float kValueScale = 256.0f;  // through F16C as value * 2^-8
     static constexpr float kActScale = 1.0f;
     static constexpr bool kBroadcastActs = false;
@@ -73,6 +73,7 @@ void stream_rows(const QuantGemmTask& t, const Chunk& chunk, const Scales& scale
     for (int e = 0; e < 16 * R * G; e += 8) _mm256_store_ps(acc + e, _mm256_setzero_ps());
     // G = 2 only for a whole pair, G = 1 only for a lone group: the strides are G chunks and G blocks
     const uint8_t* codes = t.codes + packed_group(g0, t.groups, kb_count, Chunk::kBlockBytes, kPackedChunkBytes).offset;
+    const uint8_t* scales = pair_scales(t, g0, Chunk::kScaleBytes);
     constexpr int64_t kPieceStride = G * kPackedChunkBytes, kBlockStride = G * Chunk::kBlockBytes;
     const __m256 f = _mm256_set1_ps(Chunk::kValueScale);
     for (int64_t kb = 0; kb < kb_count; ++kb) {
@@ -112,7 +113,7 @@ void stream_rows(const QuantGemmTask& t, const Chunk& chunk, const Scales& scale
                 }
             }
             __m256 sw0, sw1;
-            scales_of(g0 + g, kb, sw0, sw1);
+            scales_of(scales + (kb * G + g) * Chunk::kScaleBytes, sw0, sw1);
             sw0 = _mm256_mul_ps(sw0, f);
             sw1 = _mm256_mul_ps(sw1, f);
 #pragma GCC unroll 16
@@ -216,7 +217,7 @@ void run(const QuantGemmTask& t, const Chunk& chunk, const Scales& scales_of) {
                     });
                 }
                 __m256 sw0, sw1;
-                scales_of(g, kb, sw0, sw1);
+                scales_of(t.scales + packed_scale_offset(g, t.groups, kb, kb_count, Chunk::kScaleBytes), sw0, sw1);
                 _mm256_store_ps(sw + kb * 16, _mm256_mul_ps(sw0, f));
                 _mm256_store_ps(sw + kb * 16 + 8, _mm256_mul_ps(sw1, f));
             }
@@ -284,10 +285,8 @@ bool fp8_bits_acts(const void* acts, int64_t n, int64_t k, bool e4m3, void* out)
 }
 
 void gemm_fp8(const QuantGemmTask& t) {
-    const int64_t kb_count = t.k / 32;
-    auto scales = [&](int64_t g, int64_t kb, __m256& sw0, __m256& sw1) {
-        sw0 = sw1 = _mm256_set1_ps(e8m0_to_float(t.scales[packed_scale_offset(g, t.groups, kb, kb_count, 1)]));
-    };
+    // the block's scale (kScaleBytes at s)
+    auto scales = [](const uint8_t* s, __m256& sw0, __m256& sw1) { sw0 = sw1 = _mm256_set1_ps(e8m0_to_float(*s)); };
     // The bit-placing decode hands subnormal weights to the FMAs as fp32 subnormals (so not under DAZ) and needs
     // activations whose 2^119 scaling stays finite and whose products stay normal: e4m3 values always are;
     // bf16 rows (gemm_fp8_bf16x) when every value is 0 or 2^-100 <= |a| < 2^9 (then every product and partial
@@ -307,7 +306,7 @@ void gemm_fp4(const QuantGemmTask& t) {
     if (fp4_panel_rows(t.n) && t.fp4_row) return gemm_fp4_int(t);
     if (t.n == 1 && t.fp4_row) return gemv_fp4_int(t);
     if (t.fp4_row) return gemm_fp4_few_rows(t);
-    run(t, Fp4Chunk{}, [&](int64_t g, int64_t kb, __m256& sw0, __m256& sw1) { fp4_scales(t, g, kb, sw0, sw1); });
+    run(t, Fp4Chunk{}, [&](const uint8_t* s, __m256& sw0, __m256& sw1) { fp4_scales_at(t, s, sw0, sw1); });
 }
 
 // e4m3 codes to fp32 through the F16C converter: the code's 7 magnitude bits moved to fp16 bits 13..7 make the
