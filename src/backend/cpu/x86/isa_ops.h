@@ -167,6 +167,14 @@ struct QuantGemmTask {
     const int32_t* tile_shift = nullptr;
 };
 
+// Where the task's pair (or lone group) from g0 keeps its per-block pieces of `unit` bytes a group (base: the task's
+// scales, or its block flags, laid out alike): block kb of group g0 + g at (kb * G + g) * unit bytes on. The decode
+// kernels find it once per pair: worked out per block, the offsets cost a core up to a fifth of its fp8 stream
+// (AVX-512, docs/PERFORMANCE.md "Fifty-seventh session").
+inline const uint8_t* pair_pieces(const uint8_t* base, const QuantGemmTask& t, int64_t g0, int64_t unit) {
+    return base + packed_scale_offset(g0, t.groups, 0, t.k / 32, unit);
+}
+
 // out[i, j] = sum_k x[i, k] w[j, k] for i < n, j < rows (pointers at the first row of the range).
 struct DenseGemmTask {
     const void* x;  // bf16 or fp32 [n, k]

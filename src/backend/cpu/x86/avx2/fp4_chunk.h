@@ -132,12 +132,6 @@ inline void fp4_scales_at(const QuantGemmTask& t, const uint8_t* s, __m256& sw0,
 inline void fp4_scales(const QuantGemmTask& t, int64_t g, int64_t kb, __m256& sw0, __m256& sw1) {
     fp4_scales_at(t, t.scales + packed_scale_offset(g, t.groups, kb, t.k / 32, Fp4Chunk::kScaleBytes), sw0, sw1);
 }
-// Where the pair (or lone group) from g0 keeps its scales: block kb of group g0 + g at (kb * G + g) * unit bytes on
-// (found once per pair: worked out per block, the offsets cost the decode kernels up to a fifth of a core's stream
-// on AVX-512, gemm_quant_avx512.cpp).
-inline const uint8_t* pair_scales(const QuantGemmTask& t, int64_t g0, int64_t unit) {
-    return t.scales + packed_scale_offset(g0, t.groups, 0, t.k / 32, unit);
-}
 
 // The integer form of an act_quant row that AVX2's panel GEMM reads (fp4_panel_rows; gemm_fp4_int_avx2.cpp; one row
 // reads the planes of Fp4RowLayout instead), per block kb with integers v (Fp4RowLayout has their definition):

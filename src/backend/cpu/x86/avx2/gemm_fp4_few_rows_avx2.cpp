@@ -127,7 +127,7 @@ void rows_groups(const QuantGemmTask& t, int64_t g0) {
         }
     }
     const __m256 f = _mm256_set1_ps(Fp4Chunk::kValueScale);
-    const uint8_t* scales = pair_scales(t, g0, Fp4Chunk::kScaleBytes);
+    const uint8_t* scales = pair_pieces(t.scales, t, g0, Fp4Chunk::kScaleBytes);
     for (int r = 0; r < R; ++r)
         scale_partials_and_store<G>(
             t, g0, part + r * kb_count * G * 16, acc, f,

@@ -73,7 +73,7 @@ void stream_rows(const QuantGemmTask& t, const Chunk& chunk, const Scales& scale
     for (int e = 0; e < 16 * R * G; e += 8) _mm256_store_ps(acc + e, _mm256_setzero_ps());
     // G = 2 only for a whole pair, G = 1 only for a lone group: the strides are G chunks and G blocks
     const uint8_t* codes = t.codes + packed_group(g0, t.groups, kb_count, Chunk::kBlockBytes, kPackedChunkBytes).offset;
-    const uint8_t* scales = pair_scales(t, g0, Chunk::kScaleBytes);
+    const uint8_t* scales = pair_pieces(t.scales, t, g0, Chunk::kScaleBytes);
     constexpr int64_t kPieceStride = G * kPackedChunkBytes, kBlockStride = G * Chunk::kBlockBytes;
     const __m256 f = _mm256_set1_ps(Chunk::kValueScale);
     for (int64_t kb = 0; kb < kb_count; ++kb) {

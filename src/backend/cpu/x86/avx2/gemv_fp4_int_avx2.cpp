@@ -147,7 +147,7 @@ void gemv_groups(const QuantGemmTask& t, int64_t g0) {
             _mm256_store_ps(part + (kb * G + g) * 16 + 8, p[g][1]);
         }
     }
-    const uint8_t* scales = pair_scales(t, g0, Fp4Chunk::kScaleBytes);
+    const uint8_t* scales = pair_pieces(t.scales, t, g0, Fp4Chunk::kScaleBytes);
     scale_partials_and_store<G>(t, g0, part, acc, f, [&](int g, int64_t kb, __m256& sw0, __m256& sw1) {
         fp4_scales_at(t, scales + (kb * G + g) * Fp4Chunk::kScaleBytes, sw0, sw1);
     });

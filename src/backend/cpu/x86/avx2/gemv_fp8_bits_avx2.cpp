@@ -30,7 +30,7 @@ namespace {
 // The scaling of stream_rows over the block partials part[kb][G][16] of the G groups from g0 (fp4_chunk.h).
 template <int G>
 void scale_and_store(const QuantGemmTask& t, int64_t g0, const float* part, float* acc) {
-    const uint8_t* scales = t.scales + packed_scale_offset(g0, t.groups, 0, t.k / 32, 1);  // [kb][G]
+    const uint8_t* scales = pair_pieces(t.scales, t, g0, 1);  // [kb][G]
     scale_partials_and_store<G>(t, g0, part, acc, _mm256_set1_ps(Fp8BitsChunk::kValueScale),
                                 [&](int g, int64_t kb, __m256& sw0, __m256& sw1) {
                                     sw0 = sw1 = _mm256_set1_ps(e8m0_to_float(scales[kb * G + g]));

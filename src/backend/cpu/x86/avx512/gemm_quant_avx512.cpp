@@ -95,13 +95,11 @@ void stream_rows(const QuantGemmTask& t, const Chunks& chunks, const Scales& sca
     constexpr bool kSideBySide = R <= 4 || Chunks::kSideBySideUpTo8;
     const int64_t kb_count = t.k / 32, a_stride = t.k / 2;
     const float* sa = t.act_scales;
-    // The pair's scales and subnormal-block flags (packing.h: block kb of group g0 + g at kb * G + g pieces), found
-    // once: packed_scale_offset per block (the task fields reloaded, the offsets worked out again) cost one core
-    // 10-20% of its fp8 stream at 1-2 rows (docs/PERFORMANCE.md, "Fifty-seventh session").
-    const uint8_t* pair_scales = t.scales + packed_scale_offset(g0, t.groups, 0, kb_count, Chunks::kScaleBytes);
+    // the pair's scales and subnormal-block flags, found once (pair_pieces)
+    const uint8_t* pair_scales = pair_pieces(t.scales, t, g0, Chunks::kScaleBytes);
     const uint8_t* pair_flags = nullptr;
     if constexpr (Chunks::kTwoDecoders)
-        if (chunks.flags) pair_flags = chunks.flags + packed_scale_offset(g0, t.groups, 0, kb_count, 1);
+        if (chunks.flags) pair_flags = pair_pieces(chunks.flags, t, g0, 1);
     // G = 2 only for a whole pair, G = 1 only for a lone group: the strides are G chunks and G blocks
     const uint8_t* codes =
         t.codes + packed_group(g0, t.groups, kb_count, Chunks::kBlockBytes, kPackedChunkBytes).offset;
@@ -202,7 +200,7 @@ void stream_rows(const QuantGemmTask& t, const Chunks& chunks, const Scales& sca
 // R (<= 8) activation rows from i0 against the G groups of the panel (vectors [kb - kb0][16 column pairs][2
 // groups]) over blocks [kb0, kb1): 2 R chains side by side (Zen 5 keeps ~12 vdpbf16ps in flight; 8 chains
 // left a third of that idle), so the accumulators wait in acc_mem ([n][2][16] floats) from block to block.
-// Block kb of group g0 + g has its scales at pair_scales + (kb G + g) kScaleBytes (stream_rows).
+// Block kb of group g0 + g has its scales at pair_scales + (kb G + g) kScaleBytes (pair_pieces).
 template <int R, int G, int64_t kScaleBytes, class Scales>
 inline void panel_rows(const QuantGemmTask& t, const __m512i* panel, int64_t g0, int64_t kb0, int64_t kb1, int64_t i0,
                        float* acc_mem, const uint8_t* pair_scales, const Scales& scale_of) {
@@ -274,8 +272,7 @@ void run_panel(const QuantGemmTask& t, const Chunks& chunks, const Scales& scale
         const int G = g0 + 2 <= t.groups ? 2 : 1;
         const uint8_t* codes =
             t.codes + packed_group(g0, t.groups, kb_count, Chunks::kBlockBytes, kPackedChunkBytes).offset;
-        const uint8_t* pair_scales =
-            t.scales + packed_scale_offset(g0, t.groups, 0, kb_count, Chunks::kScaleBytes);
+        const uint8_t* pair_scales = pair_pieces(t.scales, t, g0, Chunks::kScaleBytes);
         const int64_t piece_stride = G * kPackedChunkBytes, block_stride = G * Chunks::kBlockBytes;
         for (int64_t kb0 = 0; kb0 < kb_count; kb0 += kQuantPanelBlocks) {
             const int64_t kb1 = kb0 + kQuantPanelBlocks < kb_count ? kb0 + kQuantPanelBlocks : kb_count;
@@ -465,7 +462,7 @@ void gemm_int_rows(const QuantGemmTask& t, int64_t g0, int64_t i0) {
     const float* sa = t.act_scales + i0 * kb_count;
     constexpr int64_t kBlockBytes = Fp4Chunks<false>::kBlockBytes;
     const uint8_t* codes = t.codes + packed_group(g0, t.groups, kb_count, kBlockBytes, kPackedChunkBytes).offset;
-    const uint8_t* scales = t.scales + packed_scale_offset(g0, t.groups, 0, kb_count, 16);
+    const uint8_t* scales = pair_pieces(t.scales, t, g0, Fp4Chunks<false>::kScaleBytes);
     constexpr int64_t kBlockStride = G * kBlockBytes;
     __m512 acc[G][R];
 #pragma GCC unroll 2
