@@ -113,6 +113,14 @@ inline void scale_partials_and_store(const QuantGemmTask& t, int64_t g0, const f
 // Software prefetch distance along the pair's stream (as in the AVX-512 kernels: 3 KB ahead gained 5-17% at
 // n = 4 streamed, within +-2% at n = 1).
 constexpr int64_t kPrefetchBytes = 3072;
+// A stream's request plan: each line `bytes` ahead, into L1 (_MM_HINT_T0) or L2 (_MM_HINT_T1). The out-of-line
+// blocks of fp4_planes.h take the plan of the loop that calls them, so that the lines they stand for are requested
+// as the loop's own blocks request theirs.
+struct StreamAhead {
+    int64_t bytes;
+    decltype(_MM_HINT_T0) hint;
+};
+inline constexpr StreamAhead kL1Ahead{kPrefetchBytes, _MM_HINT_T0};
 
 // The e8m0 scales of a block's 16 rows, the 16 bytes at s (packed: [G][KB][16] bytes, pairs interleaved). A weight
 // without the codes 0 (2^-127) and 255 (NaN) (PackedWeight::plain_scales) takes the shift alone: 8 vector ops
