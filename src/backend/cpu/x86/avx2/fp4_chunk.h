@@ -115,12 +115,14 @@ inline void scale_partials_and_store(const QuantGemmTask& t, int64_t g0, const f
 constexpr int64_t kPrefetchBytes = 3072;
 // A stream's request plan: each line `bytes` ahead, into L1 (_MM_HINT_T0) or L2 (_MM_HINT_T1). The out-of-line
 // blocks of fp4_planes.h take the plan of the loop that calls them, so that the lines they stand for are requested
-// as the loop's own blocks request theirs.
+// as the loop's own blocks request theirs. The one-row GEMVs take kL1Ahead in the plain form (measured on Zen 3 and
+// Zen 1) and kL2Ahead in the VNNI forms, whose CPUs (Zen 4 / 5, Intel from Ice Lake on) stream more per core and
+// keep more lines in flight through L2 (gemv_fp4_int_avx2.cpp, gemv_fp8_bits_avx2.cpp).
 struct StreamAhead {
     int64_t bytes;
     decltype(_MM_HINT_T0) hint;
 };
-inline constexpr StreamAhead kL1Ahead{kPrefetchBytes, _MM_HINT_T0};
+inline constexpr StreamAhead kL1Ahead{kPrefetchBytes, _MM_HINT_T0}, kL2Ahead{6144, _MM_HINT_T1};
 
 // The e8m0 scales of a block's 16 rows, the 16 bytes at s (packed: [G][KB][16] bytes, pairs interleaved). A weight
 // without the codes 0 (2^-127) and 255 (NaN) (PackedWeight::plain_scales) takes the shift alone: 8 vector ops

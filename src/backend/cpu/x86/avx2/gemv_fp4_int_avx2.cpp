@@ -61,7 +61,7 @@ void gemv_groups(const QuantGemmTask& t, int64_t g0) {
     // the VNNI form's 6 KB stream had a hole for each of them, and w2 on SwiGLU rows (16% three-plane blocks) took
     // 1.52-1.67x the time at one row (Zen 4, `bench-ops --isa avx2 --rows 1 --only fp4 --per-call 40`, EVEX VNNI
     // form, the two alternating call by call; w1 1.02-1.08x, the grouped experts 1.05-1.11x).
-    constexpr StreamAhead kPlan = Form::kVnni ? StreamAhead{6144, _MM_HINT_T1} : kL1Ahead;
+    constexpr StreamAhead kPlan = Form::kVnni ? kL2Ahead : kL1Ahead;
     constexpr int64_t kAhead = kPlan.bytes;
     constexpr auto kHint = kPlan.hint;
     for (int64_t kb = 0; kb < kb_count; ++kb) {
