@@ -53,8 +53,13 @@ struct F32 {
 // Few activation rows (the streamed path) request each weight row's lines this far ahead into L2, from 2
 // activation rows on. In-process A/B (bench-ops with a temporary variant switch, 2 runs), head: n = 2 36.6 ->
 // 29.4 ms and 44.8 -> 41.9 ms, n = 4 56.1 -> 47.7 ms and 51.5 -> 41.1 ms (8 KB; 4 KB gained a little less);
-// n = 1 unchanged, so a single row streams without it (as on AVX-512, where it cost 1-2.5% there).
+// n = 1 unchanged (Zen 3). From one row where the activations are fp32 (the head and the compressor's fp32
+// linears, as on AVX-512): on Zen 4 (`bench-ops --isa avx2 --rows 1 --only bf16 --per-call 12`, the two
+// alternating call by call, two rounds) the head at one row 0.965-0.968x the time with two threads, 0.81x with
+// one; a bf16 row (`gemm_bf16`) took 0.97-1.08x, so it streams without.
 constexpr int64_t kStreamAheadBytes = 8192;
+template <class X>
+inline constexpr int kStreamAheadMinRows = sizeof(typename X::T) == 4 ? 1 : 2;
 
 // x: RA activation rows ldx apart (ldx >= k)
 template <class X, class W, int RW, int RA, int C>
@@ -88,9 +93,8 @@ void gemv_tile(const typename X::T* x, int64_t k, int64_t ldx, const typename W:
     for (; col + 64 <= k; col += 64) {
         if (pf) {
             local.steps(8);
-        } else if (RA >= 2) {
-            // streamed rows with 2 activation rows: each row's lines kStreamAheadBytes ahead into L2, one per
-            // 32 columns
+        } else if (RA >= kStreamAheadMinRows<X>) {
+            // streamed rows: each row's lines kStreamAheadBytes ahead into L2, one per 32 columns
 #pragma GCC unroll 4
             for (int r = 0; r < RW; ++r)
 #pragma GCC unroll 2
@@ -103,7 +107,7 @@ void gemv_tile(const typename X::T* x, int64_t k, int64_t ldx, const typename W:
     for (; col + 8 <= k; col += 8) {
         if (pf) {
             local.step();
-        } else if (RA >= 2 && col % 32 == 0) {
+        } else if (RA >= kStreamAheadMinRows<X> && col % 32 == 0) {
 #pragma GCC unroll 4
             for (int r = 0; r < RW; ++r)
                 _mm_prefetch(reinterpret_cast<const char*>(w[r] + col) + kStreamAheadBytes, _MM_HINT_T1);
