@@ -62,7 +62,7 @@ __attribute__((always_inline)) inline __m256i chunk_pair_sums(const PieceWeights
 // A block the integer form does not cover, as the fp32 kernel computes it for one row (gemm_quant_avx2.cpp
 // stream_rows<1, G>): FMAs in column order, its lines requested by the caller's plan kAhead. Out of line: inlined,
 // its constants held registers through the block loop and the integer loop's sums went to the stack.
-template <int G, StreamAhead kAhead = kL1Ahead>
+template <int G, StreamAhead kAhead>
 __attribute__((noinline)) void chain_block(const float* a, const uint8_t* block, __m256 (&p)[G][2]) {
     const Fp4Chunk chunk;
 #pragma GCC unroll 1
@@ -95,7 +95,7 @@ __attribute__((noinline)) void chain_block(const float* a, const uint8_t* block,
 // The plane dwords come broadcast: `broadcast`, the block's [chunk][lo0, lo1, hi0, hi1] of the rows that have them
 // (fp4_broadcast_offset), else made here from `planes`; the top plane's always here. Its lines are requested by
 // the caller's plan kAhead. Out of line: it keeps the calling loop's registers.
-template <int G, int kPlanes, StreamAhead kAhead = kL1Ahead>
+template <int G, int kPlanes, StreamAhead kAhead>
 __attribute__((noinline)) void planes_block(const int32_t* planes, const __m256i* broadcast, const int32_t* top,
                                             int32_t base, float unit, const uint8_t* block, __m256 (&p)[G][2]) {
     static_assert(kPlanes == 2 || kPlanes == 3);
