@@ -115,10 +115,10 @@ inline void scale_partials_and_store(const QuantGemmTask& t, int64_t g0, const f
 constexpr int64_t kPrefetchBytes = 3072;
 // A stream's request plan: each line `bytes` ahead, into L1 (_MM_HINT_T0) or L2 (_MM_HINT_T1). The out-of-line
 // blocks of fp4_planes.h take the plan of the loop that calls them, so that the lines they stand for are requested
-// as the loop's own blocks request theirs. The one-row GEMVs and the MXFP4 GEMM of 2-4 rows take kL1Ahead in the
-// plain form (measured on Zen 3 and Zen 1) and kL2Ahead in the VNNI forms, whose CPUs (Zen 4 / 5, Intel from Ice
-// Lake on) stream more per core and keep more lines in flight through L2 (gemv_fp4_int_avx2.cpp,
-// gemv_fp8_bits_avx2.cpp, gemm_fp4_few_rows_avx2.cpp).
+// as the loop's own blocks request theirs. Each form carries its plan (PlainAvx2::kStreamAhead, below), which the
+// one-row GEMVs and the MXFP4 GEMM of 2-4 rows take: kL1Ahead in the plain form (measured on Zen 3 and Zen 1),
+// kL2Ahead in the VNNI forms, whose CPUs (Zen 4 / 5, Intel from Ice Lake on) stream more per core and keep more
+// lines in flight through L2 (gemv_fp4_int_avx2.cpp, gemv_fp8_bits_avx2.cpp, gemm_fp4_few_rows_avx2.cpp).
 struct StreamAhead {
     int64_t bytes;
     decltype(_MM_HINT_T0) hint;
@@ -182,14 +182,18 @@ inline NextGroup next_group(const QuantGemmTask& t, int64_t g) {
 // target attributes (gemm_fp4_zmm_avx2.cpp); the files themselves are not built for AVX-512.
 // tests/ops/avx2_isa_check.py disassembles the AVX2 objects and allows VEX-encoded VNNI only in functions named with
 // AvxVnni, EVEX-encoded only in those named with EvexVnni.
+// kStreamAhead: the form's request plan along a weight's stream (StreamAhead above).
 struct PlainAvx2 {
     static constexpr bool kVnni = false, kEvex = false;
+    static constexpr StreamAhead kStreamAhead = kL1Ahead;
 };
 struct AvxVnni {
     static constexpr bool kVnni = true, kEvex = false;
+    static constexpr StreamAhead kStreamAhead = kL2Ahead;
 };
 struct EvexVnni {
     static constexpr bool kVnni = true, kEvex = true;
+    static constexpr StreamAhead kStreamAhead = kL2Ahead;
 };
 // f(AvxVnni{}), f(EvexVnni{}) or f(PlainAvx2{}) by avx2_vnni_encoding(): the one place the kernels choose their form.
 template <class F>

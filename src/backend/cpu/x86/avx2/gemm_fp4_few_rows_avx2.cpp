@@ -52,7 +52,7 @@ void rows_groups(const QuantGemmTask& t, int64_t g0) {
     // --per-call 30`, the two alternating call by call, two rounds): w1 0.68-0.72x the time of 3 KB into L1 with two
     // threads and 0.74-0.76x with one, w2 on SwiGLU rows 0.85-0.87x, the grouped experts 0.98-1.01x (the AVX-VNNI
     // form's 3-4 rows, which run here, take it unmeasured: no AVX-VNNI CPU at hand).
-    constexpr StreamAhead kPlan = Form::kVnni ? kL2Ahead : kL1Ahead;
+    constexpr StreamAhead kPlan = Form::kStreamAhead;
     for (int64_t kb = 0; kb < kb_count; ++kb) {
         const uint8_t* block = codes + kb * kBlockStride;
 #pragma GCC unroll 8

@@ -61,9 +61,7 @@ void gemv_groups(const QuantGemmTask& t, int64_t g0) {
     // the VNNI form's 6 KB stream had a hole for each of them, and w2 on SwiGLU rows (16% three-plane blocks) took
     // 1.52-1.67x the time at one row (Zen 4, `bench-ops --isa avx2 --rows 1 --only fp4 --per-call 40`, EVEX VNNI
     // form, the two alternating call by call; w1 1.02-1.08x, the grouped experts 1.05-1.11x).
-    constexpr StreamAhead kPlan = Form::kVnni ? kL2Ahead : kL1Ahead;
-    constexpr int64_t kAhead = kPlan.bytes;
-    constexpr auto kHint = kPlan.hint;
+    constexpr StreamAhead kPlan = Form::kStreamAhead;
     for (int64_t kb = 0; kb < kb_count; ++kb) {
         const uint8_t* block = codes + kb * kBlockStride;
         __m256 p[G][2];  // [group][rows 0-7, 8-15]: the block partials
@@ -90,12 +88,12 @@ void gemv_groups(const QuantGemmTask& t, int64_t g0) {
                         high = dpbusd<Form>(dpbusd<Form>(high, w.w0, hi0), w.w1, hi1);
                     };
                     const uint8_t* piece = block + c * kPieceStride;
-                    _mm_prefetch(reinterpret_cast<const char*>(piece + kAhead), kHint);
+                    _mm_prefetch(reinterpret_cast<const char*>(piece + kPlan.bytes), kPlan.hint);
                     half(piece, s00, h00);
                     half(piece + 32, s01, h01);
                     if constexpr (G == 2) {
                         const uint8_t* second = piece + kPackedChunkBytes;
-                        _mm_prefetch(reinterpret_cast<const char*>(second + kAhead), kHint);
+                        _mm_prefetch(reinterpret_cast<const char*>(second + kPlan.bytes), kPlan.hint);
                         half(second, s10, h10);
                         half(second + 32, s11, h11);
                     }
@@ -118,7 +116,7 @@ void gemv_groups(const QuantGemmTask& t, int64_t g0) {
                 const auto* planes = reinterpret_cast<const __m256i*>(row + fp4_broadcast_offset(kb_count)) + kb * 16;
 #pragma GCC unroll 8
                 for (int64_t b = 0; b < kBlockStride; b += 64)
-                    _mm_prefetch(reinterpret_cast<const char*>(block + kAhead + b), kHint);
+                    _mm_prefetch(reinterpret_cast<const char*>(block + kPlan.bytes + b), kPlan.hint);
                 const __m256i start = _mm256_set1_epi32(base[kb]);
                 __m256i sums[2 * G];
 #pragma GCC unroll 4

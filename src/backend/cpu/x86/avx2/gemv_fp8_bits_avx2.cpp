@@ -151,20 +151,17 @@ void gemv_with(const QuantGemmTask& t) {
 
 }  // namespace
 
-// The request plan by the form (fp4_chunk.h StreamAhead): where the VNNI forms run, 6 KB ahead into L2 -- Zen 4
-// in the EVEX VNNI form (`bench-ops --isa avx2 --rows 1 --only fp8 --per-call 30`, against 3 KB into L1 call by
+// The request plan of the form (fp4_chunk.h, Form::kStreamAhead): where the VNNI forms run, 6 KB ahead into L2 --
+// Zen 4 in the EVEX VNNI form (`bench-ops --isa avx2 --rows 1 --only fp8 --per-call 30`, against 3 KB into L1 call by
 // call, three rounds): the old plan took 1.04-1.16x the time on the large weights with two threads (wq_b 1.09-1.12,
 // wo_b 1.04-1.11, Engram's wkv 1.07-1.14), 1.00-1.28x with one; 1.5 KB into L1 measured as 3 KB, none 1.1-1.3x.
 // The plain form keeps 3 KB into L1 (Zen 3, Zen 1).
 void gemv_fp8_bits(const QuantGemmTask& t) {
     if (ymm_half_rate()) {
-        gemv_with<Fp8BitsHalfRate, kL1Ahead>(t);
+        gemv_with<Fp8BitsHalfRate, PlainAvx2::kStreamAhead>(t);  // (Zen 1: no VNNI form there)
         return;
     }
-    with_form([&]<class Form>(Form) {
-        if constexpr (Form::kVnni) gemv_with<Fp8BitsChunk, kL2Ahead>(t);
-        else gemv_with<Fp8BitsChunk, kL1Ahead>(t);
-    });
+    with_form([&]<class Form>(Form) { gemv_with<Fp8BitsChunk, Form::kStreamAhead>(t); });
 }
 
 }  // namespace deepinfer::backend::cpu::avx2
