@@ -255,9 +255,9 @@ TEST(GemmF32, ReleasedShapes) {
 }
 
 // gemm_f32_squares (the mHC mixes and their statistic, bf16 x) against the reference, bit-identical: few rows (a
-// decode step; AVX-512: parts of the weight rows over the threads, the squares' chains in lanes beside the first
-// part's sums, tiles of up to 8 rows; AVX2: widened, gemm_f32 and the squares' chains), whole tiles of 16 rows in
-// the lanes with rows left over, fewer tiles than threads (16-31 rows, or 2 tiles on 3 threads: each tile split by
+// decode step: parts of the weight rows over the threads, the squares' chains in lanes beside the first part's sums,
+// tiles of up to 8 rows on AVX-512 and 4 on AVX2), whole tiles of 16 rows in the lanes (AVX2: two halves of 8)
+// with rows left over, fewer tiles than threads (16-31 rows, or 2 tiles on 3 threads: each tile split by
 // weight rows), weight row counts below / at / past the kernel's 24 sums at once, k = 0, with and without 16-column
 // tails and past its 256-column chunks.
 void run_f32_squares(const Shape& s, uint64_t seed) {

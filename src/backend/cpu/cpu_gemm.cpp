@@ -216,14 +216,13 @@ void gemm_f32(const IsaOps& ops, const float* x, int64_t n, const F32Matrix& w, 
 void gemm_f32_squares(const IsaOps& ops, const bf16* x, int64_t n, const F32Matrix& w, float* out, float* squares,
                       ThreadPool& pool) {
     const int64_t k = w.cols;
-    // Where the table has the kernel: whole tiles of kF32LaneRows rows, in one pass over x as bf16 (no fp32 copy of a
-    // prefill's stream: 2048 rows x 20480 are 168 MB), the squares a chain beside the sums. Tiles enough for the
-    // threads go over the pool tile by tile; fewer (a batch of 16-31 rows) each split by weight rows, the part with
-    // the first rows taking the squares too -- every output and square keeps its chain, so the bits are the same.
-    // (A decode step's 16 rows, Zen 4: the widened path on two threads 390-435 us a call, the tile on one 387, the
-    // tile split over two 220.)
-    // (no weight rows: the tile kernel would sum no squares either, so those calls take the widened path)
-    const int64_t tiles = ops.gemm_f32_squares_tiles && n >= kF32LaneRows && w.rows > 0 ? n / kF32LaneRows : 0;
+    // Whole tiles of kF32LaneRows rows, in one pass over x as bf16 (no fp32 copy of a prefill's stream: 2048 rows x
+    // 20480 are 168 MB), the squares a chain beside the sums. Tiles enough for the threads go over the pool tile by
+    // tile; fewer (a batch of 16-31 rows) each split by weight rows, the part with the first rows taking the squares
+    // too -- every output and square keeps its chain, so the bits are the same. (A decode step's 16 rows, Zen 4: the
+    // widened path on two threads 390-435 us a call, the tile on one 387, the tile split over two 220.)
+    // (no weight rows: the rows' kernel below sums the squares alone)
+    const int64_t tiles = n >= kF32LaneRows && w.rows > 0 ? n / kF32LaneRows : 0;
     const auto threads = static_cast<int64_t>(pool.size());
     if (tiles >= threads) {
         pool.parallel_for(static_cast<size_t>(tiles), [&](size_t a, size_t b, int) {
@@ -232,7 +231,7 @@ void gemm_f32_squares(const IsaOps& ops, const bf16* x, int64_t n, const F32Matr
                                        w.rows, squares + i0);
         });
     } else if (tiles > 0) {
-        // parts of at least 8 weight rows (the kernel's narrowest sums)
+        // parts of at least 8 weight rows (the kernels' narrowest sums)
         const int64_t parts = std::max<int64_t>(1, std::min(threads / tiles, (w.rows + 7) / 8));
         const int64_t part_rows = (w.rows + parts - 1) / parts;
         pool.parallel_for(static_cast<size_t>(tiles * parts), [&](size_t a, size_t b, int) {
@@ -245,46 +244,26 @@ void gemm_f32_squares(const IsaOps& ops, const bf16* x, int64_t n, const F32Matr
             }
         }, 1);
     }
-    // The rest (a decode step's rows): where the table has the kernel, parts of the weight rows over the pool, read
-    // from the bf16 stream, the first part's lanes also carrying the squares' chains (gemm_f32_squares_rows).
+    // The rest (a decode step's rows): parts of the weight rows over the pool, read from the bf16 stream, the first
+    // part's lanes also carrying the squares' chains (gemm_f32_squares_rows). The lanes are the weight rows plus the
+    // squares' (a tile's rows: half a register's lanes, up to 8 on AVX-512 and 4 on AVX2) and go out in even parts
+    // of at most a register's lanes (one pass over x each), at least half that a part where there are threads for
+    // them; the squares' lanes lead part 0. (Parts by weight rows alone left part 0 two passes at 8 rows on AVX-512:
+    // 1.4-1.5x the time.)
     const int64_t i0 = tiles * kF32LaneRows, rest = n - i0;
     if (rest == 0) return;
-    if (ops.gemm_f32_squares_rows) {
-        // The lanes are the weight rows plus the squares' (a tile's rows, up to 8) and go out in even parts of at
-        // most 16 (one pass over x each), at least 8 a part where there are threads for them; the squares' lanes
-        // lead part 0. (Parts by weight rows alone left part 0 two passes at 8 rows: 1.4-1.5x the time.)
-        const int64_t own = std::min<int64_t>(rest, 8), lanes = w.rows + own;
-        const int64_t parts = std::max((lanes + 15) / 16, std::min(threads, (lanes + 7) / 8));
-        auto first_row = [&](int64_t part) { return std::clamp(part * lanes / parts - own, int64_t{0}, w.rows); };
-        pool.parallel_for(static_cast<size_t>(parts), [&](size_t a, size_t b, int) {
-            for (auto part = static_cast<int64_t>(a); part < static_cast<int64_t>(b); ++part) {
-                const int64_t j0 = part == 0 ? 0 : first_row(part), j1 = first_row(part + 1);
-                if (j0 < j1 || part == 0)
-                    ops.gemm_f32_squares_rows(x + i0 * k, rest, k, w.data + j0 * k, j1 - j0, out + i0 * w.rows + j0,
-                                              w.rows, part == 0 ? squares + i0 : nullptr);
-            }
-        }, 1);
-        return;
-    }
-    // Else widened to fp32, gemm_f32, and each row's squares summed in order, kChains rows side by side (one row's
-    // 20 480 dependent adds took ~0.1 ms).
-    ScratchVector<float> xf(static_cast<size_t>(rest * k));
-    constexpr int kChains = 8;
-    pool.parallel_for(static_cast<size_t>(rest), [&](size_t a, size_t b, int) {
-        for (size_t e = a * k; e < b * k; ++e) xf[e] = bf16_to_float(x[i0 * k + static_cast<int64_t>(e)]);
-        auto i = static_cast<int64_t>(a);
-        for (; i < static_cast<int64_t>(b); i += kChains) {
-            const int rows = static_cast<int>(std::min<int64_t>(kChains, static_cast<int64_t>(b) - i));
-            float sums[kChains] = {};
-            const float* r0 = xf.data() + i * k;
-            for (int64_t c = 0; c < k; ++c)
-#pragma GCC unroll 8
-                for (int r = 0; r < kChains; ++r)
-                    if (r < rows) sums[r] += r0[r * k + c] * r0[r * k + c];
-            for (int r = 0; r < rows; ++r) squares[i0 + i + r] = sums[r];
+    const int64_t width = ops.vector_floats, half = width / 2;
+    const int64_t own = std::min<int64_t>(rest, half), lanes = w.rows + own;
+    const int64_t parts = std::max((lanes + width - 1) / width, std::min(threads, (lanes + half - 1) / half));
+    auto first_row = [&](int64_t part) { return std::clamp(part * lanes / parts - own, int64_t{0}, w.rows); };
+    pool.parallel_for(static_cast<size_t>(parts), [&](size_t a, size_t b, int) {
+        for (auto part = static_cast<int64_t>(a); part < static_cast<int64_t>(b); ++part) {
+            const int64_t j0 = part == 0 ? 0 : first_row(part), j1 = first_row(part + 1);
+            if (j0 < j1 || part == 0)
+                ops.gemm_f32_squares_rows(x + i0 * k, rest, k, w.data + j0 * k, j1 - j0, out + i0 * w.rows + j0,
+                                          w.rows, part == 0 ? squares + i0 : nullptr);
         }
-    });
-    gemm_f32(ops, xf.data(), rest, w, out + i0 * w.rows, w.rows, pool);
+    }, 1);
 }
 
 }  // namespace deepinfer::backend::cpu

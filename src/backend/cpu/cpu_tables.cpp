@@ -17,7 +17,10 @@ const IsaOps& avx2_ops() {
                                avx2::pair_pool, avx2::hc_sinkhorn_rows, avx2::hc_collapse_rows,
                                avx2::hc_expand_rows, avx2::order_keys, avx2::select_entries,
                                avx2::gather_fp8_rows, avx2::fp4_row_bytes, avx2::prep_fp4_row,
-                               avx2::fp8_bits_acts, avx2::fp8_bits_acts_bytes};
+                               avx2::fp8_bits_acts, avx2::fp8_bits_acts_bytes,
+                               // (no AMX, no pairs form)
+                               nullptr, nullptr, nullptr, nullptr, nullptr, nullptr, nullptr, nullptr,
+                               avx2::gemm_f32_squares_tiles, nullptr, nullptr, avx2::gemm_f32_squares_rows};
     return ops;
 }
 

@@ -330,7 +330,7 @@ struct IsaOps {
     // outside the tiles' window the whole form: they go to the integer kernel, which would take each block of a
     // flags-only row by its vdpbf16ps chain (the same bits, slower).
     void (*prep_fp4_flags)(const uint8_t* codes, int64_t k, uint8_t* out) = nullptr;
-    // Optional (AVX-512): Kernels::gemm_f32_squares of `tiles` whole tiles of kF32LaneRows rows from x (row stride
+    // Every table: Kernels::gemm_f32_squares of `tiles` whole tiles of kF32LaneRows rows from x (row stride
     // k) against all fn_rows rows of fn [fn_rows, k] (row stride k): out [tiles * kF32LaneRows rows, ldo apart]
     // [fn_rows], and each row's sum of squares to squares where not null.
     void (*gemm_f32_squares_tiles)(const bf16* x, int64_t tiles, int64_t k, const float* fn, int64_t fn_rows,
@@ -342,7 +342,7 @@ struct IsaOps {
     void (*gemm_f32_pairs_bf16w)(const DenseGemmTask& task) = nullptr;
     // ... and its activations: rows [i0, i1) of x (row stride k) in pairs form at out (row stride f32_pairs_stride).
     void (*f32_pair_rows)(const float* x, int64_t k, int64_t i0, int64_t i1, float* out) = nullptr;
-    // Optional (AVX-512): Kernels::gemm_f32_squares of n rows of x (row stride k) against fn's rows [0, fn_rows) (row
+    // Every table: Kernels::gemm_f32_squares of n rows of x (row stride k) against fn's rows [0, fn_rows) (row
     // stride k): out [n rows, ldo apart][fn_rows] and, where squares is not null, each row's sum of squares -- the
     // reference's chains, without a widened copy of x or a pass of the squares' own (a decode step's rows).
     void (*gemm_f32_squares_rows)(const bf16* x, int64_t n, int64_t k, const float* fn, int64_t fn_rows, float* out,
@@ -391,6 +391,10 @@ const IsaOps& avx512_ops();
     int64_t select_entries(const uint32_t* keys, int64_t n, uint32_t threshold, int64_t ties, int32_t* out); \
     void gather_fp8_rows(const uint8_t* codes, const uint8_t* scales, int dim, const int64_t* rows,         \
                          bf16* out, int64_t r0, int64_t r1);                                                \
+    void gemm_f32_squares_tiles(const bf16* x, int64_t tiles, int64_t k, const float* fn, int64_t fn_rows,  \
+                                float* out, int64_t ldo, float* squares);                                   \
+    void gemm_f32_squares_rows(const bf16* x, int64_t n, int64_t k, const float* fn, int64_t fn_rows,       \
+                               float* out, int64_t ldo, float* squares);                                    \
     }
 DEEPINFER_DECLARE_ISA_OPS(avx2)
 DEEPINFER_DECLARE_ISA_OPS(avx512)
@@ -407,10 +411,6 @@ int64_t fp8_tile_item_rows();  // gemm_fp8_amx.cpp
 bool fp4_tile_acts(const void* acts, const float* act_scales, const uint8_t* fp4_rows, int64_t row_bytes, int64_t n,
                    int64_t k, void* out, int32_t* row_shift);  // gemm_fp4_amx_sums.cpp
 float tile_loop(int64_t iters);  // probe_amx.cpp
-void gemm_f32_squares_tiles(const bf16* x, int64_t tiles, int64_t k, const float* fn, int64_t fn_rows, float* out,
-                            int64_t ldo, float* squares);  // gemm_dense_avx512.cpp
-void gemm_f32_squares_rows(const bf16* x, int64_t n, int64_t k, const float* fn, int64_t fn_rows, float* out,
-                           int64_t ldo, float* squares);  // gemm_dense_avx512.cpp
 void gemm_f32_pairs_bf16w(const DenseGemmTask& task);                                  // gemm_dense_avx512.cpp
 void f32_pair_rows(const float* x, int64_t k, int64_t i0, int64_t i1, float* out);     // gemm_dense_avx512.cpp
 void prep_fp4_flags(const uint8_t* codes, int64_t k, uint8_t* out);  // fp4_flags_avx512.cpp

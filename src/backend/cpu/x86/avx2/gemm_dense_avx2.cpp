@@ -1,6 +1,5 @@
-// AVX2 dense GEMMs: bf16 x bf16 -> bf16 and fp32 x bf16 -> fp32 with fp32 FMAs, and fp32 x fp32 -> fp32 in
-// the reference's exact order (see gemm_f32). In the first two every output is one dot product with k in
-// the lanes (8 partial sums, a fixed horizontal sum, then the k % 8 tail in order), computed the same way for
+// AVX2 dense GEMMs: bf16 x bf16 -> bf16 and fp32 x bf16 -> fp32 with fp32 FMAs (fp32 weights: gemm_f32_avx2.cpp).
+// Every output is one dot product with k in the lanes (8 partial sums, a fixed horizontal sum, then the k % 8 tail in order), computed the same way for
 // any number of activation rows: a row's result does not depend on the batch it is in (row invariance,
 // tests/ops/row_invariance_test.cpp). Few rows (decode) stream each weight row once; many rows walk the weight
 // in 16-row blocks, each converted to fp32 and kept in L2 while every activation row of a 64-row chunk passes
@@ -265,65 +264,6 @@ void gemm_bf16(const DenseGemmTask& t) {
 void gemm_f32_bf16w(const DenseGemmTask& t) {
     auto* out = static_cast<float*>(t.out);
     gemm_any<F32>(t, [&](int64_t i, int64_t j, float v) { out[i * t.ldo + j] = v; });
-}
-
-// ---- fp32 weights: the reference's order exactly ----------------------------------------------------
-// gemm_f32 carries the mHC mixes (spec §5.2), whose Sinkhorn output steers every residual stream; it
-// computes what backend/ref computes bit for bit: k in order, a separate multiply and add per term (the
-// reference is built with -ffp-contract=off). 8 weight rows sit in the lanes, transposed in registers
-// 8 columns at a time; tiles of up to 4 activation rows.
-namespace {
-
-template <int R>
-void f32_ordered_tile(const float* w, int64_t k, int64_t valid, const float* x, __m256 (&acc)[4]) {
-#pragma GCC unroll 4
-    for (int a = 0; a < R; ++a) acc[a] = _mm256_setzero_ps();
-    int64_t col = 0;
-    for (; col + 8 <= k; col += 8) {
-        __m256 blk[8];
-#pragma GCC unroll 8
-        for (int r = 0; r < 8; ++r) blk[r] = r < valid ? _mm256_loadu_ps(w + r * k + col) : _mm256_setzero_ps();
-        transpose8(blk);
-#pragma GCC unroll 8
-        for (int c = 0; c < 8; ++c)
-#pragma GCC unroll 4
-            for (int a = 0; a < R; ++a)
-                acc[a] = _mm256_add_ps(acc[a], _mm256_mul_ps(blk[c], _mm256_broadcast_ss(x + a * k + col + c)));
-    }
-    for (; col < k; ++col) {
-        alignas(32) float column[8] = {};
-        for (int64_t r = 0; r < valid; ++r) column[r] = w[r * k + col];
-        const __m256 wc = _mm256_load_ps(column);
-#pragma GCC unroll 4
-        for (int a = 0; a < R; ++a)
-            acc[a] = _mm256_add_ps(acc[a], _mm256_mul_ps(wc, _mm256_broadcast_ss(x + a * k + col)));
-    }
-}
-
-}  // namespace
-
-void gemm_f32(const DenseGemmTask& t) {
-    auto* out = static_cast<float*>(t.out);
-    const auto* w = static_cast<const float*>(t.w);
-    const auto* x = static_cast<const float*>(t.x);
-    for (int64_t j = 0; j < t.rows; j += 8) {
-        const int64_t valid = t.rows - j < 8 ? t.rows - j : 8;
-        for (int64_t i = 0; i < t.n; i += 4) {
-            const int64_t ra = t.n - i < 4 ? t.n - i : 4;
-            __m256 acc[4];
-            switch (ra) {
-                case 4: f32_ordered_tile<4>(w + j * t.k, t.k, valid, x + i * t.k, acc); break;
-                case 3: f32_ordered_tile<3>(w + j * t.k, t.k, valid, x + i * t.k, acc); break;
-                case 2: f32_ordered_tile<2>(w + j * t.k, t.k, valid, x + i * t.k, acc); break;
-                default: f32_ordered_tile<1>(w + j * t.k, t.k, valid, x + i * t.k, acc); break;
-            }
-            for (int64_t a = 0; a < ra; ++a) {
-                alignas(32) float lanes[8];
-                _mm256_store_ps(lanes, acc[a]);
-                for (int64_t r = 0; r < valid; ++r) out[(i + a) * t.ldo + j + r] = lanes[r];
-            }
-        }
-    }
 }
 
 }  // namespace deepinfer::backend::cpu::avx2
