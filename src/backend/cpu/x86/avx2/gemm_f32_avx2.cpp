@@ -14,6 +14,7 @@
 #include <type_traits>
 
 #include "backend/cpu/x86/avx2/avx2_common.h"
+#include "backend/cpu/x86/f32_squares_rows.h"
 #include "backend/cpu/x86/isa_ops.h"
 
 namespace deepinfer::backend::cpu::avx2 {
@@ -252,29 +253,16 @@ void gemm_f32_squares_tiles(const bf16* x, int64_t tiles, int64_t k, const float
     tiles_in_lanes(x, tiles, k, fn, fn_rows, out, ldo, squares);
 }
 
-// Rows of x in tiles of up to 4 against weight rows in groups of 8 lanes, read from the bf16 stream as they are.
-// With squares, each tile's first group takes 8 - ra weight rows and the tile's own rows (f32_ordered_tile).
+// Rows of x in tiles of up to 4 against weight rows in groups of 8 lanes, read from the bf16 stream as they are
+// (f32_squares_rows.h).
 void gemm_f32_squares_rows(const bf16* x, int64_t n, int64_t k, const float* fn, int64_t fn_rows, float* out,
                            int64_t ldo, float* squares) {
-    if (fn_rows == 0 && !squares) return;
-    for (int64_t i = 0; i < n; i += 4) {
-        const int64_t ra = std::min<int64_t>(n - i, 4);
-        const bf16* xi = x + i * k;
-        int64_t j = 0;
-        do {  // (once with no weight rows: the squares alone)
-            const int own = j == 0 && squares ? static_cast<int>(ra) : 0;
-            const int64_t valid = std::min<int64_t>(fn_rows - j, 8 - own);
-            __m256 acc[4];
-            f32_ordered_rows(fn + j * k, k, valid, xi, ra, own, acc);
-            alignas(32) float lanes[8];
-            for (int64_t a = 0; a < ra; ++a) {
-                _mm256_store_ps(lanes, acc[a]);
-                std::copy(lanes, lanes + valid, out + (i + a) * ldo + j);
-                if (own > 0) squares[i + a] = lanes[valid + a];
-            }
-            j += valid;
-        } while (j < fn_rows);
-    }
+    auto tile = [k](const float* w, int64_t valid, const bf16* xi, int64_t ra, int own, float (&lanes)[4][8]) {
+        __m256 acc[4];
+        f32_ordered_rows(w, k, valid, xi, ra, own, acc);
+        for (int64_t a = 0; a < ra; ++a) _mm256_store_ps(lanes[a], acc[a]);
+    };
+    f32_squares_rows<8, 4>(x, n, k, fn, fn_rows, out, ldo, squares, tile);
 }
 
 }  // namespace deepinfer::backend::cpu::avx2
