@@ -116,6 +116,18 @@ inline __m512 dot_bcast(__m512 acc, __m512i w, const uint32_t* pair) {
 #endif
 }
 
+// w * broadcast(*x) (fp32), the broadcast an embedded memory operand of vmulps: for _mm512_mul_ps(w, _mm512_set1_ps(*x))
+// GCC 12 emitted a separate vbroadcastss in the fp32 GEMM's tile (gemm_dense_avx512.cpp f32_ordered_tile).
+inline __m512 mul_bcast(__m512 w, const float* x) {
+#ifdef DEEPINFER_EMULATE_AVX512
+    return _mm512_mul_ps(w, _mm512_set1_ps(*x));
+#else
+    __m512 product;
+    __asm__("vmulps %2%{1to16%}, %1, %0" : "=v"(product) : "v"(w), "m"(*x));
+    return product;
+#endif
+}
+
 inline __mmask16 lane_mask(int64_t valid) {
     return valid >= 16 ? static_cast<__mmask16>(0xffff) : static_cast<__mmask16>((1u << valid) - 1u);
 }

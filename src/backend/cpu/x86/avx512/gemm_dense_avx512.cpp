@@ -432,7 +432,7 @@ void f32_ordered_tile(const float* w, int64_t k, int64_t valid, const X* x, int 
         for (int c = 0; c < 16; ++c) {
             const __m512 wc = _mm512_castsi512_ps(blk[c]);
 #pragma GCC unroll 8
-            for (int a = 0; a < R; ++a) acc[a] = _mm512_add_ps(acc[a], _mm512_mul_ps(wc, _mm512_set1_ps(xr[a][c])));
+            for (int a = 0; a < R; ++a) acc[a] = _mm512_add_ps(acc[a], mul_bcast(wc, xr[a] + c));
         }
     }
     for (; col < k; ++col) {
