@@ -560,10 +560,12 @@ void tiles_in_lanes(const X* x, int64_t tiles, int64_t k, const float* w, int64_
             float* sq = j == 0 && squares ? squares + i * 16 : nullptr;  // (with the first weight rows)
             if (sq) {
                 if (valid <= 8) rows_in_lanes<8, true>(xi, k, count, wj, valid, o, ldo, sq);
+                else if (valid <= 12) rows_in_lanes<12, true>(xi, k, count, wj, valid, o, ldo, sq);
                 else if (valid <= 16) rows_in_lanes<16, true>(xi, k, count, wj, valid, o, ldo, sq);
                 else rows_in_lanes<kLaneSums, true>(xi, k, count, wj, valid, o, ldo, sq);
             } else {
                 if (valid <= 8) rows_in_lanes<8, false>(xi, k, count, wj, valid, o, ldo, sq);
+                else if (valid <= 12) rows_in_lanes<12, false>(xi, k, count, wj, valid, o, ldo, sq);
                 else if (valid <= 16) rows_in_lanes<16, false>(xi, k, count, wj, valid, o, ldo, sq);
                 else rows_in_lanes<kLaneSums, false>(xi, k, count, wj, valid, o, ldo, sq);
             }
