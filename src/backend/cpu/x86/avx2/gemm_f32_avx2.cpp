@@ -173,20 +173,21 @@ template <int J, bool kSquares, class X>
 void rows_in_lanes(const X* x, int64_t k, int tiles, const float* w, int64_t valid, float* out, int64_t ldo,
                    float* squares) {
     constexpr int kHalves = kLaneTiles * 2;
-    constexpr int G = J <= kGroupSums ? J : J / 2;  // J is 8, 16 or 24: one group, or two of 8 or 12
+    constexpr int G = J <= kGroupSums ? J : J / 2;  // J is 8, 12, 16 or 24: one group, or two of 8 or 12
     static_assert(G <= kGroupSums && J % G == 0, "groups that fit the registers");
-    alignas(32) float wt[kLaneChunkCols][J];                // the chunk transposed, rows past `valid` zero
+    constexpr int JW = (J + 7) / 8 * 8;                     // wt's rows: whole 8 x 8 blocks
+    alignas(32) float wt[kLaneChunkCols][JW];               // the chunk transposed, rows past `valid` zero
     alignas(32) float sums[kHalves][J + 1][kHalfRows];      // each half tile's sums between chunks (squares last)
     alignas(32) float columns[kLaneChunkCols][kHalfRows];  // a half tile's chunk transposed
     if (k == 0) std::memset(sums, 0, sizeof(sums));        // (empty sums: zero, as the reference's)
     for (int64_t col0 = 0; col0 < k; col0 += kLaneChunkCols) {
         const int64_t width = std::min(k - col0, kLaneChunkCols);
-        transpose_chunk<J>(w, k, valid, col0, width, wt);
+        transpose_chunk<JW>(w, k, valid, col0, width, wt);
         request_rows(w, static_cast<int>(valid), k, col0 + width, std::min(k, col0 + width + kLaneChunkCols));
         for (int h = 0; h < 2 * tiles; ++h) {
             transpose_rows(x + h * kHalfRows * k, k, col0, width, columns);
-            group_over_chunk<J, G, kSquares>(columns, wt, 0, width, col0 == 0, sums[h], sums[h][J]);
-            if constexpr (J > G) group_over_chunk<J, G, false>(columns, wt, G, width, col0 == 0, sums[h] + G, nullptr);
+            group_over_chunk<JW, G, kSquares>(columns, wt, 0, width, col0 == 0, sums[h], sums[h][J]);
+            if constexpr (J > G) group_over_chunk<JW, G, false>(columns, wt, G, width, col0 == 0, sums[h] + G, nullptr);
         }
     }
     for (int h = 0; h < 2 * tiles; ++h) {
@@ -212,10 +213,12 @@ void tiles_in_lanes(const X* x, int64_t tiles, int64_t k, const float* w, int64_
             float* sq = j == 0 && squares ? squares + i * kF32LaneRows : nullptr;  // (with the first weight rows)
             if (sq) {
                 if (valid <= 8) rows_in_lanes<8, true>(xi, k, count, wj, valid, o, ldo, sq);
+                else if (valid <= 12) rows_in_lanes<12, true>(xi, k, count, wj, valid, o, ldo, sq);
                 else if (valid <= 16) rows_in_lanes<16, true>(xi, k, count, wj, valid, o, ldo, sq);
                 else rows_in_lanes<kLaneSums, true>(xi, k, count, wj, valid, o, ldo, sq);
             } else if (valid > 0) {
                 if (valid <= 8) rows_in_lanes<8, false>(xi, k, count, wj, valid, o, ldo, sq);
+                else if (valid <= 12) rows_in_lanes<12, false>(xi, k, count, wj, valid, o, ldo, sq);
                 else if (valid <= 16) rows_in_lanes<16, false>(xi, k, count, wj, valid, o, ldo, sq);
                 else rows_in_lanes<kLaneSums, false>(xi, k, count, wj, valid, o, ldo, sq);
             }
