@@ -37,6 +37,11 @@ void f32_ordered_tile(const float* w, int64_t k, int64_t valid, const X* x, int 
     for (int a = 0; a < R; ++a) acc[a] = _mm256_setzero_ps();
     int64_t col = 0;
     for (; col + 8 <= k; col += 8) {
+        // Up to 2 rows (at the bus) each weight row's line 4 KB ahead into L2, as on AVX-512. In-process A/B (Zen 4,
+        // the mixes): n = 1 0.84-0.85x the time, n = 2 0.94-0.96x (one and two threads); n = 4-8 1.01x.
+        if (R <= 2 && col % 16 == 0)
+            for (int64_t r = 0; r < valid; ++r)
+                _mm_prefetch(reinterpret_cast<const char*>(w + r * k + col + 1024), _MM_HINT_T1);
         __m256 blk[8];
 #pragma GCC unroll 8
         for (int r = 0; r < 8; ++r)
