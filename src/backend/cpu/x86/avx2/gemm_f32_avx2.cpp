@@ -26,6 +26,14 @@ inline float to_f32(bf16 v) { return bf16_to_float(v); }
 inline __m256 load_row8(const float* p) { return _mm256_loadu_ps(p); }
 inline __m256 load_row8(const bf16* p) { return load_bf16(reinterpret_cast<const uint16_t*>(p)); }
 
+// w * broadcast(*x), the broadcast loaded where the product needs it: with _mm256_broadcast_ss GCC 12 hoisted a
+// tile step's 32 broadcasts and spilled them (16 ymm registers, 12 taken by the transposed block and the sums).
+inline __m256 mul_bcast(__m256 w, const float* x) {
+    __m256 b;
+    __asm__("vbroadcastss %1, %0" : "=x"(b) : "m"(*x));
+    return _mm256_mul_ps(w, b);
+}
+
 // ---- few rows: weight rows in the lanes ----------------------------------------------------------------------
 // R (<= 4) rows of x against weight rows [0, valid) of w, each output's chain in lane r of acc[a]. With `own` > 0 the
 // lanes [valid, valid + own) hold rows [0, own) of x itself as weight rows (own <= R, valid + own <= 8): lane
@@ -65,7 +73,7 @@ void f32_ordered_tile(const float* w, int64_t k, int64_t valid, const X* x, int 
         for (int c = 0; c < 8; ++c)
 #pragma GCC unroll 4
             for (int a = 0; a < R; ++a)
-                acc[a] = _mm256_add_ps(acc[a], _mm256_mul_ps(blk[c], _mm256_broadcast_ss(xr[a] + c)));
+                acc[a] = _mm256_add_ps(acc[a], mul_bcast(blk[c], xr[a] + c));
     }
     for (; col < k; ++col) {
         alignas(32) float column[8] = {};
