@@ -211,7 +211,7 @@ void rows_in_lanes(const X* x, int64_t k, int tiles, const float* w, int64_t val
 }
 
 // `tiles` tiles of 16 rows of x against all `rows` weight rows of w (row stride k), kLaneTiles tiles at a time
-// against kLaneSums weight rows (then 8 or 16 of them); squares: each row's sum of squares too, where not null.
+// against kLaneSums weight rows (then 8, 12 or 16 of them); squares: each row's sum of squares too, where not null.
 template <class X>
 void tiles_in_lanes(const X* x, int64_t tiles, int64_t k, const float* w, int64_t rows, float* out, int64_t ldo,
                     float* squares) {
