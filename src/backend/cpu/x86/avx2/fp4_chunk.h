@@ -110,20 +110,23 @@ inline void scale_partials_and_store(const QuantGemmTask& t, int64_t g0, const f
     for (int g = 0; g < G; ++g) store_rows(t, g0 + g, i, acc + 16 * g);
 }
 
-// Software prefetch distance along the pair's stream (as in the AVX-512 kernels: 3 KB ahead gained 5-17% at
-// n = 4 streamed, within +-2% at n = 1).
+// Software prefetch distance into L1 along the pair's stream of the fp32 kernel of 2-8 rows (gemm_quant_avx2.cpp
+// stream_rows; as in the AVX-512 kernels: 3 KB ahead gained 5-17% at n = 4 streamed). That kernel is compute-bound on
+// the AVX2 cores measured, where 6 KB into L2 measured the same (Zen 4, 0.94-1.09x at 2 and 4 rows).
 constexpr int64_t kPrefetchBytes = 3072;
-// A stream's request plan: each line `bytes` ahead, into L1 (_MM_HINT_T0) or L2 (_MM_HINT_T1). The out-of-line
-// blocks of fp4_planes.h take the plan of the loop that calls them, so that the lines they stand for are requested
-// as the loop's own blocks request theirs. Each form carries its plan (PlainAvx2::kStreamAhead, below), which the
-// one-row GEMVs and the MXFP4 GEMM of 2-4 rows take: kL1Ahead in the plain form (measured on Zen 3 and Zen 1),
-// kL2Ahead in the VNNI forms, whose CPUs (Zen 4 / 5, Intel from Ice Lake on) stream more per core and keep more
-// lines in flight through L2 (gemv_fp4_int_avx2.cpp, gemv_fp8_bits_avx2.cpp, gemm_fp4_few_rows_avx2.cpp).
-struct StreamAhead {
-    int64_t bytes;
-    decltype(_MM_HINT_T0) hint;
-};
-inline constexpr StreamAhead kL1Ahead{kPrefetchBytes, _MM_HINT_T0}, kL2Ahead{6144, _MM_HINT_T1};
+// The request plan of the one-row GEMVs and the MXFP4 GEMM of 2-4 rows (gemv_fp4_int_avx2.cpp,
+// gemv_fp8_bits_avx2.cpp, gemm_fp4_few_rows_avx2.cpp), every form: each line of the stream kPairAheadBytes ahead
+// into L2. The out-of-line blocks of fp4_planes.h request theirs the same way, so that the stream has no hole where
+// they stand. The plain form requested 3 KB ahead into L1 (kPrefetchBytes) until the sixtieth session: on Zen 4 in
+// that form (`DEEPINFER_AVX_VNNI=off`, in-process A/B, the two plans call by call, docs/PERFORMANCE.md "Sixtieth
+// session") it took 1.24-1.70x the time of 6 KB into L2 for the MXFP4 GEMV (one and two threads), 1.54-1.72x for the
+// MoE of 1-4 rows, 0.98-1.14x for fp8 at one row, and the AVX2 decode step 1.21-1.24x -- a core's stream capped,
+// presumably by the few L1 fill buffers each request holds for a memory latency. On Zen 3 and Zen 1, whose AVX2
+// decodes are compute-bound, the two plans measured within 1-5% of each other (twenty-sixth, forty-seventh sessions).
+inline constexpr int64_t kPairAheadBytes = 6144;
+inline void request_ahead(const uint8_t* at) {
+    _mm_prefetch(reinterpret_cast<const char*>(at + kPairAheadBytes), _MM_HINT_T1);
+}
 
 // The e8m0 scales of a block's 16 rows, the 16 bytes at s (packed: [G][KB][16] bytes, pairs interleaved). A weight
 // without the codes 0 (2^-127) and 255 (NaN) (PackedWeight::plain_scales) takes the shift alone: 8 vector ops
@@ -182,18 +185,14 @@ inline NextGroup next_group(const QuantGemmTask& t, int64_t g) {
 // target attributes (gemm_fp4_zmm_avx2.cpp); the files themselves are not built for AVX-512.
 // tests/ops/avx2_isa_check.py disassembles the AVX2 objects and allows VEX-encoded VNNI only in functions named with
 // AvxVnni, EVEX-encoded only in those named with EvexVnni.
-// kStreamAhead: the form's request plan along a weight's stream (StreamAhead above).
 struct PlainAvx2 {
     static constexpr bool kVnni = false, kEvex = false;
-    static constexpr StreamAhead kStreamAhead = kL1Ahead;
 };
 struct AvxVnni {
     static constexpr bool kVnni = true, kEvex = false;
-    static constexpr StreamAhead kStreamAhead = kL2Ahead;
 };
 struct EvexVnni {
     static constexpr bool kVnni = true, kEvex = true;
-    static constexpr StreamAhead kStreamAhead = kL2Ahead;
 };
 // f(AvxVnni{}), f(EvexVnni{}) or f(PlainAvx2{}) by avx2_vnni_encoding(): the one place the kernels choose their form.
 template <class F>

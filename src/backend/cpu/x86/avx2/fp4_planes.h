@@ -60,9 +60,10 @@ __attribute__((always_inline)) inline __m256i chunk_pair_sums(const PieceWeights
 }
 
 // A block the integer form does not cover, as the fp32 kernel computes it for one row (gemm_quant_avx2.cpp
-// stream_rows<1, G>): FMAs in column order, its lines requested by the caller's plan kAhead. Out of line: inlined,
-// its constants held registers through the block loop and the integer loop's sums went to the stack.
-template <int G, StreamAhead kAhead>
+// stream_rows<1, G>): FMAs in column order, its lines requested ahead as the caller's loop requests its own
+// (request_ahead). Out of line: inlined, its constants held registers through the block loop and the integer loop's
+// sums went to the stack.
+template <int G>
 __attribute__((noinline)) void chain_block(const float* a, const uint8_t* block, __m256 (&p)[G][2]) {
     const Fp4Chunk chunk;
 #pragma GCC unroll 1
@@ -71,7 +72,7 @@ __attribute__((noinline)) void chain_block(const float* a, const uint8_t* block,
 #pragma GCC unroll 1
         for (int c = 0; c < Fp4Chunk::kChunks; ++c) {
             const uint8_t* piece = block + (c * G + g) * kPackedChunkBytes;
-            _mm_prefetch(reinterpret_cast<const char*>(piece + kAhead.bytes), kAhead.hint);
+            request_ahead(piece);
             chunk.decode(piece, [&](int j, __m256 col0, __m256 col1) {
                 const __m256 x = _mm256_broadcast_ss(a + c * Fp4Chunk::kCols + j);
                 q0 = _mm256_fmadd_ps(col0, x, q0);
@@ -93,9 +94,9 @@ __attribute__((noinline)) void chain_block(const float* a, const uint8_t* block,
 // the released dimensions), and the fp32 chain took ~1.9x the integer loop's time per block. kPlanes = 2: a
 // two-plane block of one row where the GEMM of 2 rows (gemm_fp4_few_rows_avx2.cpp) cannot share its decode.
 // The plane dwords come broadcast: `broadcast`, the block's [chunk][lo0, lo1, hi0, hi1] of the rows that have them
-// (fp4_broadcast_offset), else made here from `planes`; the top plane's always here. Its lines are requested by
-// the caller's plan kAhead. Out of line: it keeps the calling loop's registers.
-template <int G, int kPlanes, StreamAhead kAhead>
+// (fp4_broadcast_offset), else made here from `planes`; the top plane's always here. Its lines are requested ahead
+// as the caller's loop requests its own (request_ahead). Out of line: it keeps the calling loop's registers.
+template <int G, int kPlanes>
 __attribute__((noinline)) void planes_block(const int32_t* planes, const __m256i* broadcast, const int32_t* top,
                                             int32_t base, float unit, const uint8_t* block, __m256 (&p)[G][2]) {
     static_assert(kPlanes == 2 || kPlanes == 3);
@@ -114,7 +115,7 @@ __attribute__((noinline)) void planes_block(const int32_t* planes, const __m256i
     // the block's prefetches, as chain_block issues its own: the GEMV's loop issues them for two-plane blocks only
     // (the GEMM of 2 rows for every block, where these are repeats, 8 an unshared block at most)
     for (int64_t b = 0; b < G * Fp4Chunk::kBlockBytes; b += 64)
-        _mm_prefetch(reinterpret_cast<const char*>(block + kAhead.bytes + b), kAhead.hint);
+        request_ahead(block + b);
     // the piece positions interleaved, as in the GEMV's loop (one at a time its multiplies' latency shows: w2 on
     // SwiGLU rows, Zen 1, the scratch harness of docs/PERFORMANCE.md "Fiftieth session", 0.98-0.99x the time)
 #pragma GCC unroll 4

@@ -47,17 +47,16 @@ void rows_groups(const QuantGemmTask& t, int64_t g0) {
     const __m256i lut =
         _mm256_broadcastsi128_si256(_mm_load_si128(reinterpret_cast<const __m128i*>(tables::kE2M1Biased.v)));
     const __m256i nib = _mm256_set1_epi8(0x0f);
-    // Each block's lines requested by the form's plan, as the one-row GEMV's (fp4_chunk.h StreamAhead): in the VNNI
-    // forms 6 KB ahead into L2 -- Zen 4, EVEX VNNI form, 2 rows (`bench-ops --isa avx2 --rows 2 --only fp4
-    // --per-call 30`, the two alternating call by call, two rounds): w1 0.68-0.72x the time of 3 KB into L1 with two
-    // threads and 0.74-0.76x with one, w2 on SwiGLU rows 0.85-0.87x, the grouped experts 0.98-1.01x (the AVX-VNNI
-    // form's 3-4 rows, which run here, take it unmeasured: no AVX-VNNI CPU at hand).
-    constexpr StreamAhead kPlan = Form::kStreamAhead;
+    // Each block's lines requested 6 KB ahead into L2, as the one-row GEMV's (fp4_chunk.h request_ahead) -- Zen 4,
+    // EVEX VNNI form, 2 rows (`bench-ops --isa avx2 --rows 2 --only fp4 --per-call 30`, the two alternating call by
+    // call, two rounds): w1 0.68-0.72x the time of 3 KB into L1 with two threads and 0.74-0.76x with one, w2 on
+    // SwiGLU rows 0.85-0.87x, the grouped experts 0.98-1.01x; the plain form 0.91 / 0.97x (w1 / w2, two threads);
+    // the AVX-VNNI form's 3-4 rows, which run here, take it unmeasured: no AVX-VNNI CPU at hand.
     for (int64_t kb = 0; kb < kb_count; ++kb) {
         const uint8_t* block = codes + kb * kBlockStride;
 #pragma GCC unroll 8
         for (int64_t b = 0; b < kBlockStride; b += 64)
-            _mm_prefetch(reinterpret_cast<const char*>(block + kPlan.bytes + b), kPlan.hint);
+            request_ahead(block + b);
         // The rows' decode is shared where every row's block fits two planes; in the plain form a block that does
         // not for some row goes row by row (below), as the GEMV takes it: there the shared loop's two-plane sums of
         // the rows that need three planes or the chain were work thrown away (a fifth to a third of the blocks of
@@ -121,11 +120,11 @@ void rows_groups(const QuantGemmTask& t, int64_t g0) {
             const int32_t base = reinterpret_cast<const int32_t*>(row(r) + layout.base)[kb];
             const float unit = reinterpret_cast<const float*>(row(r) + layout.unit)[kb];
             if (flags & kFp4PlanesExact)
-                planes_block<G, 2, kPlan>(planes, broadcast, top, base, unit, block, q);
+                planes_block<G, 2>(planes, broadcast, top, base, unit, block, q);
             else if (flags & kFp4SumsExact)
-                planes_block<G, 3, kPlan>(planes, broadcast, top, base, unit, block, q);
+                planes_block<G, 3>(planes, broadcast, top, base, unit, block, q);
             else
-                chain_block<G, kPlan>(static_cast<const float*>(t.acts) + r * t.k + kb * 32, block, q);
+                chain_block<G>(static_cast<const float*>(t.acts) + r * t.k + kb * 32, block, q);
             for (int g = 0; g < G; ++g) {
                 _mm256_store_ps(part + ((r * kb_count + kb) * G + g) * 16, q[g][0]);
                 _mm256_store_ps(part + ((r * kb_count + kb) * G + g) * 16 + 8, q[g][1]);

@@ -53,15 +53,14 @@ void gemv_groups(const QuantGemmTask& t, int64_t g0) {
         _mm256_broadcastsi128_si256(_mm_load_si128(reinterpret_cast<const __m128i*>(tables::kE2M1Biased.v)));
     const __m256i nib = _mm256_set1_epi8(0x0f);
     const __m256 f = _mm256_set1_ps(Fp4Chunk::kValueScale);
-    // Software prefetch along the pair's stream: the plain form's into L1 (kPrefetchBytes, measured on Zen 3); the
-    // VNNI form's 6 KB ahead into L2, as the AVX-512 GEMV's away from Zen 4 -- on Zen 5, streamed MoE of 6 experts
-    // (`bench-ops --isa avx2 --no-hugepages --rows 1 4 --only moe`, alternating) at 83 GB/s 766-791 / 3105-3168 us
-    // against 853-869 / 3464-3469, at ~50 GB/s 905-942 / 3654-3752 against 992-1467 / 3686-3884. The blocks out of
-    // line (planes_block, chain_block) request their lines by the same plan: with the plain form's 3 KB into L1 there,
-    // the VNNI form's 6 KB stream had a hole for each of them, and w2 on SwiGLU rows (16% three-plane blocks) took
-    // 1.52-1.67x the time at one row (Zen 4, `bench-ops --isa avx2 --rows 1 --only fp4 --per-call 40`, EVEX VNNI
-    // form, the two alternating call by call; w1 1.02-1.08x, the grouped experts 1.05-1.11x).
-    constexpr StreamAhead kPlan = Form::kStreamAhead;
+    // Software prefetch along the pair's stream, 6 KB ahead into L2 (request_ahead, fp4_chunk.h), as the AVX-512
+    // GEMV's away from Zen 4 -- on Zen 5, streamed MoE of 6 experts (`bench-ops --isa avx2 --no-hugepages --rows 1 4
+    // --only moe`, alternating) at 83 GB/s 766-791 / 3105-3168 us against 853-869 / 3464-3469 for 3 KB into L1, at
+    // ~50 GB/s 905-942 / 3654-3752 against 992-1467 / 3686-3884. The blocks out of line (planes_block, chain_block)
+    // request their lines the same way: with 3 KB into L1 there, the 6 KB stream had a hole for each of them, and w2
+    // on SwiGLU rows (16% three-plane blocks) took 1.52-1.67x the time at one row (Zen 4, `bench-ops --isa avx2 --rows
+    // 1 --only fp4 --per-call 40`, EVEX VNNI form, the two alternating call by call; w1 1.02-1.08x, the grouped
+    // experts 1.05-1.11x).
     for (int64_t kb = 0; kb < kb_count; ++kb) {
         const uint8_t* block = codes + kb * kBlockStride;
         __m256 p[G][2];  // [group][rows 0-7, 8-15]: the block partials
@@ -88,12 +87,12 @@ void gemv_groups(const QuantGemmTask& t, int64_t g0) {
                         high = dpbusd<Form>(dpbusd<Form>(high, w.w0, hi0), w.w1, hi1);
                     };
                     const uint8_t* piece = block + c * kPieceStride;
-                    _mm_prefetch(reinterpret_cast<const char*>(piece + kPlan.bytes), kPlan.hint);
+                    request_ahead(piece);
                     half(piece, s00, h00);
                     half(piece + 32, s01, h01);
                     if constexpr (G == 2) {
                         const uint8_t* second = piece + kPackedChunkBytes;
-                        _mm_prefetch(reinterpret_cast<const char*>(second + kPlan.bytes), kPlan.hint);
+                        request_ahead(second);
                         half(second, s10, h10);
                         half(second + 32, s11, h11);
                     }
@@ -116,7 +115,7 @@ void gemv_groups(const QuantGemmTask& t, int64_t g0) {
                 const auto* planes = reinterpret_cast<const __m256i*>(row + fp4_broadcast_offset(kb_count)) + kb * 16;
 #pragma GCC unroll 8
                 for (int64_t b = 0; b < kBlockStride; b += 64)
-                    _mm_prefetch(reinterpret_cast<const char*>(block + kPlan.bytes + b), kPlan.hint);
+                    request_ahead(block + b);
                 const __m256i start = _mm256_set1_epi32(base[kb]);
                 __m256i sums[2 * G];
 #pragma GCC unroll 4
@@ -139,10 +138,10 @@ void gemv_groups(const QuantGemmTask& t, int64_t g0) {
             const __m256i* broadcast = nullptr;
             if constexpr (!Form::kVnni)
                 broadcast = reinterpret_cast<const __m256i*>(row + fp4_broadcast_offset(kb_count)) + kb * 16;
-            planes_block<G, 3, kPlan>(reinterpret_cast<const int32_t*>(row + 64 * kb), broadcast, top, base[kb],
+            planes_block<G, 3>(reinterpret_cast<const int32_t*>(row + 64 * kb), broadcast, top, base[kb],
                                       unit[kb], block, p);
         } else {
-            chain_block<G, kPlan>(a + kb * 32, block, p);
+            chain_block<G>(a + kb * 32, block, p);
         }
 #pragma GCC unroll 2
         for (int g = 0; g < G; ++g) {

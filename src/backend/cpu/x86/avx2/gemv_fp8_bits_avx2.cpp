@@ -39,7 +39,7 @@ void scale_and_store(const QuantGemmTask& t, int64_t g0, const float* part, floa
 
 // One row against a lone last group g0 (packing.h: a group without its pair), by the pairs' decode. Same chains, same
 // bits as pairs.
-template <class Decode, StreamAhead kAhead>
+template <class Decode>
 void lone_group(const QuantGemmTask& t, int64_t g0) {
     const int64_t kb_count = t.k / 32;
     const float* x = static_cast<const float*>(t.bits_acts);  // [k][8]
@@ -53,7 +53,7 @@ void lone_group(const QuantGemmTask& t, int64_t g0) {
 #pragma GCC unroll 1
         for (int c = 0; c < Fp8BitsChunk::kChunks; ++c) {
             const uint8_t* piece = block + c * kPackedChunkBytes;
-            _mm_prefetch(reinterpret_cast<const char*>(piece + kAhead.bytes), kAhead.hint);
+            request_ahead(piece);
             const float* xc = x + 8 * (kb * 32 + c * Fp8BitsChunk::kCols);
             decode_columns<Decode>(piece, [&](int j, __m256 lo, __m256 hi) __attribute__((always_inline)) {
                 const __m256 xj = _mm256_load_ps(xc + 8 * j);
@@ -75,7 +75,7 @@ void lone_group(const QuantGemmTask& t, int64_t g0) {
 // gemv_groups<2> before, which decodes a chunk's 16 columns first and kept 2 of its 4 sums on the stack: a store
 // and a reload per chunk.)
 // Decode: Fp8BitsChunk, or Fp8BitsHalfRate where ymm ops issue as two halves (the same columns, bit for bit).
-template <int P, class Decode, StreamAhead kAhead>
+template <int P, class Decode>
 void pairs(const QuantGemmTask& t, int64_t g0) {
     const int64_t kb_count = t.k / 32;
     const float* x = static_cast<const float*>(t.bits_acts);  // [k][8]
@@ -103,11 +103,11 @@ void pairs(const QuantGemmTask& t, int64_t g0) {
             };
             const uint8_t* pa = ca + kb * kBlockStride + c * kPieceStride;
             const uint8_t* pb = cb + kb * kBlockStride + c * kPieceStride;
-            _mm_prefetch(reinterpret_cast<const char*>(pa + kAhead.bytes), kAhead.hint);
-            _mm_prefetch(reinterpret_cast<const char*>(pa + kPackedChunkBytes + kAhead.bytes), kAhead.hint);
+            request_ahead(pa);
+            request_ahead(pa + kPackedChunkBytes);
             if constexpr (P == 2) {
-                _mm_prefetch(reinterpret_cast<const char*>(pb + kAhead.bytes), kAhead.hint);
-                _mm_prefetch(reinterpret_cast<const char*>(pb + kPackedChunkBytes + kAhead.bytes), kAhead.hint);
+                request_ahead(pb);
+                request_ahead(pb + kPackedChunkBytes);
             }
             half(pa, a00);
             half(pa + 32, a01);
@@ -137,31 +137,31 @@ void pairs(const QuantGemmTask& t, int64_t g0) {
     if constexpr (P == 2) scale_and_store<2>(t, g0 + 2, part_b, acc);
 }
 
-// Two pairs at a time, then a last pair, then a lone last group; each line requested by the plan kAhead.
-template <class Decode, StreamAhead kAhead>
+// Two pairs at a time, then a last pair, then a lone last group.
+template <class Decode>
 void gemv_with(const QuantGemmTask& t) {
     int64_t g = 0;
-    for (; g + 4 <= t.groups; g += 4) pairs<2, Decode, kAhead>(t, g);
+    for (; g + 4 <= t.groups; g += 4) pairs<2, Decode>(t, g);
     if (g + 2 <= t.groups) {
-        pairs<1, Decode, kAhead>(t, g);
+        pairs<1, Decode>(t, g);
         g += 2;
     }
-    if (g < t.groups) lone_group<Decode, kAhead>(t, g);
+    if (g < t.groups) lone_group<Decode>(t, g);
 }
 
 }  // namespace
 
-// The request plan of the form (fp4_chunk.h, Form::kStreamAhead): where the VNNI forms run, 6 KB ahead into L2 --
-// Zen 4 in the EVEX VNNI form (`bench-ops --isa avx2 --rows 1 --only fp8 --per-call 30`, against 3 KB into L1 call by
-// call, three rounds): the old plan took 1.04-1.16x the time on the large weights with two threads (wq_b 1.09-1.12,
-// wo_b 1.04-1.11, Engram's wkv 1.07-1.14), 1.00-1.28x with one; 1.5 KB into L1 measured as 3 KB, none 1.1-1.3x.
-// The plain form keeps 3 KB into L1 (Zen 3, Zen 1).
+// Each line requested 6 KB ahead into L2 (fp4_chunk.h request_ahead) -- Zen 4 in the EVEX VNNI form (`bench-ops
+// --isa avx2 --rows 1 --only fp8 --per-call 30`, against 3 KB into L1 call by call, three rounds): 3 KB into L1 took
+// 1.04-1.16x the time on the large weights with two threads (wq_b 1.09-1.12, wo_b 1.04-1.11, Engram's wkv
+// 1.07-1.14), 1.00-1.28x with one; 1.5 KB into L1 measured as 3 KB, none 1.1-1.3x. In the plain form 1.02-1.14x with
+// two threads, 0.98-1.03x with one (sixtieth session); on Zen 1 every plan measured the same (compute-bound).
 void gemv_fp8_bits(const QuantGemmTask& t) {
     if (ymm_half_rate()) {
-        gemv_with<Fp8BitsHalfRate, PlainAvx2::kStreamAhead>(t);  // (Zen 1: no VNNI form there)
+        gemv_with<Fp8BitsHalfRate>(t);  // (Zen 1: no VNNI form there)
         return;
     }
-    with_form([&]<class Form>(Form) { gemv_with<Fp8BitsChunk, Form::kStreamAhead>(t); });
+    gemv_with<Fp8BitsChunk>(t);
 }
 
 }  // namespace deepinfer::backend::cpu::avx2
