@@ -158,7 +158,7 @@ void gemv_with(const QuantGemmTask& t) {
 // two threads, 0.98-1.03x with one (sixtieth session); on Zen 1 every plan measured the same (compute-bound).
 void gemv_fp8_bits(const QuantGemmTask& t) {
     if (ymm_half_rate()) {
-        gemv_with<Fp8BitsHalfRate>(t);  // (Zen 1: no VNNI form there)
+        gemv_with<Fp8BitsHalfRate>(t);  // (Zen 1)
         return;
     }
     gemv_with<Fp8BitsChunk>(t);
