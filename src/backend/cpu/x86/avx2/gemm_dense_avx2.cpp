@@ -57,6 +57,12 @@ struct F32 {
 // alternating call by call, two rounds) the head at one row 0.965-0.968x the time with two threads, 0.81x with
 // one; a bf16 row (`gemm_bf16`) took 0.97-1.08x, so it streams without.
 constexpr int64_t kStreamAheadBytes = 8192;
+// ... and each line also this far ahead into L1, as the AVX-512 kernels' kNearAheadBytes: the L2 request has
+// brought it near by then, so the L1 one waits on L2, not memory. In-process A/B on Zen 4 (`bench-ops --isa avx2
+// [--threads 1] --rows 1 2 4 --only bf16 --per-call 8-16`, with it / without, by the 25th percentiles): the head at
+// 1-2 rows 0.96-0.98x the time with two threads and 0.80-0.92x with one (at 4 rows 0.89 / 1.00), `gemm_bf16` at 2-4
+// rows 0.93-0.94x / 0.79-0.91x; 512 bytes gained less (head 0.93-0.97x), 2-3 KB no more (0.95-1.02x).
+constexpr int64_t kNearAheadBytes = 1024;
 template <class X>
 inline constexpr int kStreamAheadMinRows = sizeof(typename X::T) == 4 ? 1 : 2;
 
@@ -93,12 +99,16 @@ void gemv_tile(const typename X::T* x, int64_t k, int64_t ldx, const typename W:
         if (pf) {
             local.steps(8);
         } else if (RA >= kStreamAheadMinRows<X>) {
-            // streamed rows: each row's lines kStreamAheadBytes ahead into L2, one per 32 columns
+            // streamed rows: each row's lines kStreamAheadBytes ahead into L2 and kNearAheadBytes into L1, one per
+            // 32 columns
 #pragma GCC unroll 4
             for (int r = 0; r < RW; ++r)
 #pragma GCC unroll 2
-                for (int h = 0; h < 2; ++h)
-                    _mm_prefetch(reinterpret_cast<const char*>(w[r] + col + 32 * h) + kStreamAheadBytes, _MM_HINT_T1);
+                for (int h = 0; h < 2; ++h) {
+                    const char* at = reinterpret_cast<const char*>(w[r] + col + 32 * h);
+                    _mm_prefetch(at + kStreamAheadBytes, _MM_HINT_T1);
+                    _mm_prefetch(at + kNearAheadBytes, _MM_HINT_T0);
+                }
         }
 #pragma GCC unroll 8
         for (int s = 0; s < 8; ++s) step(col + 8 * s);
@@ -108,8 +118,10 @@ void gemv_tile(const typename X::T* x, int64_t k, int64_t ldx, const typename W:
             local.step();
         } else if (RA >= kStreamAheadMinRows<X> && col % 32 == 0) {
 #pragma GCC unroll 4
-            for (int r = 0; r < RW; ++r)
+            for (int r = 0; r < RW; ++r) {
                 _mm_prefetch(reinterpret_cast<const char*>(w[r] + col) + kStreamAheadBytes, _MM_HINT_T1);
+                _mm_prefetch(reinterpret_cast<const char*>(w[r] + col) + kNearAheadBytes, _MM_HINT_T0);
+            }
         }
         step(col);
     }
