@@ -63,6 +63,11 @@ constexpr int64_t kStreamAheadBytes = 8192;
 // 1-2 rows 0.96-0.98x the time with two threads and 0.80-0.92x with one (at 4 rows 0.89 / 1.00), `gemm_bf16` at 2-4
 // rows 0.93-0.94x / 0.79-0.91x; 512 bytes gained less (head 0.93-0.97x), 2-3 KB no more (0.95-1.02x).
 constexpr int64_t kNearAheadBytes = 1024;
+// A streamed weight row's line at `at`: its requests at both distances.
+inline void request_line_ahead(const void* at) {
+    _mm_prefetch(static_cast<const char*>(at) + kStreamAheadBytes, _MM_HINT_T1);
+    _mm_prefetch(static_cast<const char*>(at) + kNearAheadBytes, _MM_HINT_T0);
+}
 template <class X>
 inline constexpr int kStreamAheadMinRows = sizeof(typename X::T) == 4 ? 1 : 2;
 
@@ -104,11 +109,7 @@ void gemv_tile(const typename X::T* x, int64_t k, int64_t ldx, const typename W:
 #pragma GCC unroll 4
             for (int r = 0; r < RW; ++r)
 #pragma GCC unroll 2
-                for (int h = 0; h < 2; ++h) {
-                    const char* at = reinterpret_cast<const char*>(w[r] + col + 32 * h);
-                    _mm_prefetch(at + kStreamAheadBytes, _MM_HINT_T1);
-                    _mm_prefetch(at + kNearAheadBytes, _MM_HINT_T0);
-                }
+                for (int h = 0; h < 2; ++h) request_line_ahead(w[r] + col + 32 * h);
         }
 #pragma GCC unroll 8
         for (int s = 0; s < 8; ++s) step(col + 8 * s);
@@ -118,10 +119,7 @@ void gemv_tile(const typename X::T* x, int64_t k, int64_t ldx, const typename W:
             local.step();
         } else if (RA >= kStreamAheadMinRows<X> && col % 32 == 0) {
 #pragma GCC unroll 4
-            for (int r = 0; r < RW; ++r) {
-                _mm_prefetch(reinterpret_cast<const char*>(w[r] + col) + kStreamAheadBytes, _MM_HINT_T1);
-                _mm_prefetch(reinterpret_cast<const char*>(w[r] + col) + kNearAheadBytes, _MM_HINT_T0);
-            }
+            for (int r = 0; r < RW; ++r) request_line_ahead(w[r] + col);
         }
         step(col);
     }
