@@ -108,6 +108,29 @@ std::vector<Case> make_cases(Data& d) {
                              }});
         }
     }
+    // A decode step's cache records: one layer's window ring, its top-k compressed entries, and the index keys of
+    // 16384 entries (a 32 k-token context at ratio 2), each record at its own address as in the paged cache.
+    struct Records {
+        CacheRecord kind;
+        const char* name;
+        int dim;
+        int64_t count;
+        size_t bytes;
+    };
+    for (const Records& r : {Records{CacheRecord::kWindow, "window", hd, 128, window_record_bytes(hd)},
+                             Records{CacheRecord::kCompressed, "compressed", hd, topk, compressed_record_bytes(hd)},
+                             Records{CacheRecord::kIndexKey, "index keys", 128, 16384, index_key_record_bytes(128)}}) {
+        auto bytes = std::make_shared<std::vector<uint8_t>>(r.count * r.bytes);
+        const size_t codes = r.kind == CacheRecord::kWindow ? r.dim : r.dim / 2;
+        for (size_t i = 0; i < bytes->size(); ++i)  // codes of every value but NaN, ordinary scales
+            (*bytes)[i] = static_cast<uint8_t>(i % r.bytes < codes ? (i * 37) % 126 : 40 + i % 80);
+        auto records = std::make_shared<std::vector<const uint8_t*>>(r.count);
+        for (int64_t j = 0; j < r.count; ++j) (*records)[j] = bytes->data() + j * r.bytes;
+        cases.push_back({"unpack_records", fmt::format("{} {} x {}", r.name, r.count, r.dim),
+                         [=](const Kernels& k, ThreadPool& p) {
+                             k.unpack_records(r.kind, records->data(), r.count, r.dim, out->data(), p);
+                         }});
+    }
     return cases;
 }
 

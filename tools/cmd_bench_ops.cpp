@@ -259,6 +259,37 @@ void add_fp8_bf16x(std::vector<Bench>& out, const std::string& name, int64_t row
         });
 }
 
+// wo_a as the model runs it (model_attention.cpp): `groups` fp8 weights [rows, cols], each prepared on its own,
+// against its column slice of one bf16 row [n, groups x cols], in one gemm_fp8_bf16x_grouped. A call reads
+// `groups` consecutive copies.
+void add_fp8_bf16x_grouped(std::vector<Bench>& out, const std::string& name, int64_t rows, int64_t cols, int groups,
+                           const Kernels& k, ThreadPool& pool, const Inputs& in, bf16* y, const Options& o,
+                           double total) {
+    Bench b{"gemm_fp8_bf16x_grouped", name, rows * groups, cols, 0, true};
+    AlignedBuffer codes = make_buffer(rows * cols, false), scales = make_buffer(((rows + 31) / 32) * (cols / 32), false);
+    fill_fp8_codes(codes.data(), codes.size(), 3);
+    fill_scales(scales.data(), scales.size(), 3);
+    backend::PackedWeight first;
+    k.prepare_fp8({codes.data(), scales.data(), rows, cols}, &first, pool);
+    const bool packed = first.layout != backend::PackedLayout::kNone;
+    b.bytes_per_call = static_cast<double>(packed ? first.size : codes.size() + scales.size()) * groups;
+    b.copies = copies_for(b.bytes_per_call, total);
+    auto mats = std::make_shared<std::vector<backend::Fp8Matrix>>(weight_copies<backend::Fp8Matrix>(
+        b, b.copies * static_cast<size_t>(groups), first, codes, scales, rows, cols, o.hugepages));
+    // x [max_n, groups x cols]: the inputs' rows, repeated across the groups
+    auto x = std::make_shared<std::vector<bf16>>(static_cast<size_t>(in.max_n * groups * cols));
+    for (int64_t i = 0; i < in.max_n; ++i)
+        for (int g = 0; g < groups; ++g)
+            std::copy(in.xb.data() + i * cols, in.xb.data() + (i + 1) * cols, x->data() + (i * groups + g) * cols);
+    b.run = [=, &k, &pool](size_t c, int64_t n) {
+        std::vector<backend::Fp8Bf16xGemm> gemms(static_cast<size_t>(groups));
+        for (int g = 0; g < groups; ++g)
+            gemms[g] = {x->data() + g * cols, n, groups * cols, (*mats)[c * groups + g], y + g * rows, groups * rows};
+        k.gemm_fp8_bf16x_grouped(gemms.data(), groups, pool);
+    };
+    out.push_back(std::move(b));
+}
+
 // swiglu: against Inputs::swiglu_acts (an expert's w2), else normal activations
 void add_fp4(std::vector<Bench>& out, const std::string& name, int64_t rows, int64_t cols, bool swiglu,
              const Kernels& k, ThreadPool& pool, const Inputs& in, bf16* y, const Options& o, double total) {
@@ -584,6 +615,11 @@ int run_bench(const Options& o) {
          [&](auto& v) { add_bf16(v, "head", 129280, 5120, true, kernels, pool, in, y.data(), o, total); }},
         {"gemm_fp8_bf16x", "wo_a",
          [&](auto& v) { add_fp8_bf16x(v, "wo_a", 8192, 4096, kernels, pool, in, y.as<bf16>(), o, total); }},
+        // the same weight as the model holds it: 8 output groups of 1024 rows, each against its slice of o
+        {"gemm_fp8_bf16x_grouped", "wo_a (8 groups)",
+         [&](auto& v) {
+             add_fp8_bf16x_grouped(v, "wo_a (8 groups)", 1024, 4096, 8, kernels, pool, in, y.as<bf16>(), o, total);
+         }},
         {"gemm_f32_squares", "mhc fn",
          [&](auto& v) { add_f32_squares(v, "mhc fn", 24, 20480, kernels, pool, max_n, y.data(), o, total); }},
         // the same shape as a bf16 weight: the model's wo_a before it was kept in fp8, and the bf16 GEMM of

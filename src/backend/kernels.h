@@ -10,6 +10,7 @@
 #include "core/aligned_buffer.h"
 #include "core/cpu_features.h"
 #include "core/numeric.h"
+#include "core/quant_records.h"
 #include "core/thread_pool.h"
 #include "core/weight_arena.h"
 
@@ -190,9 +191,14 @@ struct Kernels {
     // entry ascending), NaN above +inf and -0 equal to +0, written as entry numbers in ascending order.
     void (*topk_entries)(const float* scores, int64_t width, int k, int32_t* out);
     // Engram row gather (spec §5.5.2): out[i, :] = bf16(e4m3(codes[rows[i], :]) * e8m0(scales[rows[i], k / 32]))
-    // for i < count; codes [*, dim], scales [*, dim / 32], dim % 32 == 0.
+    // for i < count (a NaN scale makes its 32 values that NaN); codes [*, dim], scales [*, dim / 32], dim % 32 == 0.
     void (*gather_fp8_rows)(const uint8_t* codes, const uint8_t* scales, int dim, const int64_t* rows,
                             int64_t count, bf16* out, ThreadPool& pool);
+    // Cache records to their bf16 values (spec §6.1): out[r, :] = unpack_*_record(records[r]) (core/quant_records.h)
+    // for r < count, bit for bit. dim % 32 == 0. A decode step unpacks its layer's window ring and selected
+    // compressed entries, and every index key of the sequence (O(context)) for each indexer.
+    void (*unpack_records)(CacheRecord kind, const uint8_t* const* records, int64_t count, int dim, bf16* out,
+                           ThreadPool& pool);
 };
 
 // Table for one ISA (must be supported by this CPU), and the table in use (active_isa()).

@@ -77,7 +77,10 @@ void unpack_window(const uint8_t* record, int dim, Out* out) {
     for (int g = 0; g < dim / kActQuantGroup; ++g) {
         const float s = e8m0_to_float(scales[g]);
         const int k0 = g * kActQuantGroup;
-        for (int i = 0; i < kActQuantGroup; ++i) out[k0 + i] = widen(float_to_bf16(values[record[k0 + i]] * s), out);
+        // A NaN scale (code 255) makes the whole group its NaN: a NaN code times it would give either NaN's sign,
+        // as the compiler orders the operands.
+        for (int i = 0; i < kActQuantGroup; ++i)
+            out[k0 + i] = widen(float_to_bf16(s != s ? s : values[record[k0 + i]] * s), out);
     }
 }
 

@@ -13,6 +13,9 @@
 
 namespace deepinfer {
 
+// The three kinds (Kernels::unpack_records takes them by kind).
+enum class CacheRecord : uint32_t { kWindow, kCompressed, kIndexKey };
+
 inline constexpr size_t window_record_bytes(int dim) { return static_cast<size_t>(dim) + dim / 32; }
 inline constexpr size_t compressed_record_bytes(int dim) { return static_cast<size_t>(dim) / 2 + dim / 16; }
 inline constexpr size_t index_key_record_bytes(int dim) { return static_cast<size_t>(dim) / 2 + dim / 32; }

@@ -5,6 +5,7 @@
 #include <cmath>
 #include <vector>
 
+#include "backend/kernels.h"
 #include "core/quant_records.h"
 #include "core/scratch_pool.h"
 #include "core/thread_pool.h"
@@ -59,6 +60,7 @@ void Model::attention(Forward& f, int L, const bf16* x, bf16* out) {
     ScratchVector<bf16> kv_rows;
     ScratchVector<int32_t> idx;
     std::vector<int32_t> entries, slot_of;
+    std::vector<const uint8_t*> records;  // the rows' cache records: window, then compressed
     for (size_t si = 0; si < f.batch.seqs.size(); ++si) {
         const SeqChunk& s = f.batch.seqs[si];
         const int64_t start = s.start_pos, end = s.start_pos + s.n_rows, S = s.n_rows;
@@ -82,21 +84,17 @@ void Model::attention(Forward& f, int L, const bf16* x, bf16* out) {
         }
         const int64_t n_kv = n_win + static_cast<int64_t>(entries.size());
         kv_rows.resize(n_kv * hd);
-        // Unpacked over the pool: a decode step unpacks up to W window records and index_topk compressed
-        // entries per layer (O(context) until the top-k caps it), ~0.2 ms on one core at 512 entries.
+        // A decode step unpacks up to W window records and index_topk compressed entries per layer (O(context)
+        // until the top-k caps it): the kernel table's unpack, over the pool.
         const int src = entries.empty() ? -1 : layout_.source_of_layer[L];
-        pool.parallel_for(
-            static_cast<size_t>(n_kv),
-            [&](size_t r0, size_t r1, int) {
-                for (auto r = static_cast<int64_t>(r0); r < static_cast<int64_t>(r1); ++r) {
-                    if (r < n_win)
-                        unpack_window_record(s.cache->window_record(f.pools, L, w0 + r), hd, kv_rows.data() + r * hd);
-                    else
-                        unpack_compressed_record(s.cache->compressed_record(f.pools, src, entries[r - n_win]), hd,
-                                                 kv_rows.data() + r * hd);
-                }
-            },
-            32);
+        records.resize(static_cast<size_t>(n_kv));
+        for (int64_t r = 0; r < n_kv; ++r)
+            records[r] = r < n_win ? s.cache->window_record(f.pools, L, w0 + r)
+                                   : s.cache->compressed_record(f.pools, src, entries[r - n_win]);
+        const backend::Kernels& kernels = backend::active_kernels();
+        kernels.unpack_records(CacheRecord::kWindow, records.data(), n_win, hd, kv_rows.data(), pool);
+        kernels.unpack_records(CacheRecord::kCompressed, records.data() + n_win, n_kv - n_win, hd,
+                               kv_rows.data() + n_win * hd, pool);
         // Index lists in a canonical order that does not depend on how the prompt was chunked: the row's
         // visible window positions ascending, then its selected compressed entries ascending, then -1
         // padding. The kernel's online softmax works in blocks of 64 entries and rounds probabilities

@@ -158,6 +158,7 @@ void Model::compressed_topk(Forward& f, int L, const bf16* x, const bf16* qr) {
 
     ScratchVector<bf16> keys;
     ScratchVector<float> scores;
+    std::vector<const uint8_t*> key_records;
     for (size_t si = 0; si < f.batch.seqs.size(); ++si) {
         const SeqChunk& s = f.batch.seqs[si];
         Forward::Seq& fs = f.seqs[si];
@@ -166,15 +167,11 @@ void Model::compressed_topk(Forward& f, int L, const bf16* x, const bf16* qr) {
         fs.topk.assign(S * fs.k, -1);
         if (compress_len == 0) continue;
         keys.resize(compress_len * Di);
-        // every compressed key of the sequence, each step: O(context), so split over the pool
-        ThreadPool::global().parallel_for(
-            static_cast<size_t>(compress_len),
-            [&](size_t j0, size_t j1, int) {
-                for (size_t j = j0; j < j1; ++j)
-                    unpack_index_key_record(s.cache->index_record(f.pools, src, static_cast<int64_t>(j)), Di,
-                                            keys.data() + j * Di);
-            },
-            256);
+        // every compressed key of the sequence, each step: O(context), by the kernel table over the pool
+        key_records.resize(static_cast<size_t>(compress_len));
+        for (int64_t j = 0; j < compress_len; ++j) key_records[j] = s.cache->index_record(f.pools, src, j);
+        backend::active_kernels().unpack_records(CacheRecord::kIndexKey, key_records.data(), compress_len, Di,
+                                                 keys.data(), ThreadPool::global());
         scores.resize(S * compress_len);
         backend::active_kernels().index_scores(qi.data() + s.row_begin * Hi * Di, S, Hi, Di, keys.data(), compress_len,
                                                wts.data() + s.row_begin * Hi, scores.data(), compress_len,

@@ -1,5 +1,5 @@
 // The row-wise ops of every SIMD table against the scalar reference (op harness: guarded outputs, 1-3
-// threads). Budgets: RMSNorm, RoPE, top-k and the Engram gather bit for bit (the same fp32 operations in
+// threads). Budgets: RMSNorm, RoPE, top-k, the Engram gather and the cache records' unpack bit for bit (the same fp32 operations in
 // the same order); SwiGLU and the pair pooling within 1 bf16 ulp in at most 1% of the outputs (exp() to
 // about 1 ulp instead of expf); Sinkhorn within 4e-6 relative (the exp differences through 20 normalizations).
 #include <gtest/gtest.h>
@@ -11,6 +11,7 @@
 
 #include "backend/kernels.h"
 #include "backend/ref/ref_kernels.h"
+#include "core/quant_records.h"
 #include "op_harness.h"
 
 namespace deepinfer::testing {
@@ -243,6 +244,7 @@ TEST(RowwiseOps, GatherFp8RowsIsTheReferenceBitForBit) {
         scales[0] = 0;
         scales[1 % (dim / 32 + 1)] = 255;
         scales[2 % (table_rows * dim / 32)] = 254;
+        scales[255 / 32] = 255;  // (dim 1024: the NaN codes' group, which then is the scale's NaN)
         std::vector<int64_t> rows = {0, 299, 5, 5, 0, 17, 123, 1};
         const int64_t count = static_cast<int64_t>(rows.size());
         ThreadPool one(1);
@@ -255,6 +257,64 @@ TEST(RowwiseOps, GatherFp8RowsIsTheReferenceBitForBit) {
                 Guarded<bf16> got(count * dim);
                 table->gather_fp8_rows(codes.data(), scales.data(), dim, rows.data(), count, got.data(), pool);
                 expect_bf16_outputs(got, want, kExact);
+            }
+    }
+}
+
+TEST(RowwiseOps, UnpackRecordsIsTheReferenceBitForBit) {
+    Inputs in(23);
+    struct Case {
+        CacheRecord kind;
+        int dim;
+        size_t (*bytes)(int);
+    };
+    const Case cases[] = {{CacheRecord::kWindow, 512, window_record_bytes},
+                          {CacheRecord::kWindow, 32, window_record_bytes},
+                          {CacheRecord::kCompressed, 512, compressed_record_bytes},
+                          {CacheRecord::kCompressed, 64, compressed_record_bytes},
+                          {CacheRecord::kIndexKey, 128, index_key_record_bytes},
+                          {CacheRecord::kIndexKey, 32, index_key_record_bytes}};
+    for (const Case& c : cases) {
+        const auto record_bytes = static_cast<int64_t>(c.bytes(c.dim));
+        const int64_t pool_records = 300, count = 211;  // count x dim past the drivers' serial limit at dim >= 128
+        std::vector<uint8_t> pool_bytes = in.bytes(pool_records * record_bytes);
+        const int64_t code_bytes = c.kind == CacheRecord::kWindow ? c.dim : c.dim / 2;
+        const int64_t scale_count = record_bytes - code_bytes;
+        for (int64_t r = 0; r < pool_records; ++r) {
+            uint8_t* scales = pool_bytes.data() + r * record_bytes + code_bytes;
+            for (int64_t g = 0; g < scale_count; ++g) {
+                // mostly ordinary scales; every e4m3 scale code (NaN, subnormals) in the compressed records, and
+                // e8m0's 2^-127, 2^127 and NaN in the others
+                if (c.kind == CacheRecord::kCompressed) {
+                    scales[g] = static_cast<uint8_t>((r * scale_count + g) % 256);
+                } else {
+                    const uint8_t specials[] = {0, 255, 254, 1};
+                    const int64_t at = r * scale_count + g;
+                    scales[g] = at % 13 == 5 ? specials[at / 13 % 4] : static_cast<uint8_t>(100 + at % 50);
+                }
+            }
+        }
+        for (int v = 0; v < 256 && v < code_bytes; ++v) pool_bytes[v] = static_cast<uint8_t>(v);  // every code byte
+        if (c.kind == CacheRecord::kWindow && c.dim >= 256) {  // the NaN codes' groups under a NaN / a tiny scale
+            pool_bytes[code_bytes + 7] = 255;
+            pool_bytes[code_bytes + 3] = 0;
+        }
+        // records in no particular order, some twice
+        std::vector<const uint8_t*> records(static_cast<size_t>(count));
+        for (int64_t r = 0; r < count; ++r) records[r] = pool_bytes.data() + (r * 37 % pool_records) * record_bytes;
+        ThreadPool one(1);
+        std::vector<bf16> want(count * c.dim);
+        backend::ref::kernels().unpack_records(c.kind, records.data(), count, c.dim, want.data(), one);
+        for (const Kernels* table : simd_tables())
+            for (int threads : {1, 2}) {
+                SCOPED_TRACE(fmt::format("{} threads {} kind {} dim {}", isa_name(table->isa), threads,
+                                         static_cast<int>(c.kind), c.dim));
+                ThreadPool pool(threads);
+                Guarded<bf16> got(count * c.dim);
+                table->unpack_records(c.kind, records.data(), count, c.dim, got.data(), pool);
+                expect_bf16_outputs(got, want, kExact);
+                for (int64_t i = 0; i < count * c.dim; ++i)
+                    ASSERT_EQ(got.data()[i].bits, want[i].bits) << "record " << i / c.dim << " element " << i % c.dim;
             }
     }
 }

@@ -115,4 +115,10 @@ void gather_fp8_rows(const IsaOps& ops, const uint8_t* codes, const uint8_t* sca
     over_rows(pool, count, dim, [&](int64_t r0, int64_t r1) { ops.gather_fp8_rows(codes, scales, dim, rows, out, r0, r1); });
 }
 
+void unpack_records(const IsaOps& ops, CacheRecord kind, const uint8_t* const* records, int64_t count, int dim,
+                    bf16* out, ThreadPool& pool) {
+    DI_CHECK_MSG(dim % 32 == 0, "unpack_records: dim {} is not a multiple of 32", dim);
+    over_rows(pool, count, dim, [&](int64_t r0, int64_t r1) { ops.unpack_records_rows(kind, records, dim, out, r0, r1); });
+}
+
 }  // namespace deepinfer::backend::cpu

@@ -16,7 +16,8 @@ const IsaOps& avx2_ops() {
                                avx2::rms_norm_rows, avx2::swiglu_rows, avx2::rope,
                                avx2::pair_pool, avx2::hc_sinkhorn_rows, avx2::hc_collapse_rows,
                                avx2::hc_expand_rows, avx2::order_keys, avx2::select_entries,
-                               avx2::gather_fp8_rows, avx2::fp4_row_bytes, avx2::prep_fp4_row,
+                               avx2::gather_fp8_rows, avx2::unpack_records_rows,
+                               avx2::fp4_row_bytes, avx2::prep_fp4_row,
                                avx2::fp8_bits_acts, avx2::fp8_bits_acts_bytes,
                                // (no AMX, no pairs form)
                                nullptr, nullptr, nullptr, nullptr, nullptr, nullptr, nullptr, nullptr,
@@ -33,7 +34,7 @@ const IsaOps& avx512_ops() {
                                avx512::rms_norm_rows, avx512::swiglu_rows, avx512::rope,
                                avx512::pair_pool, avx512::hc_sinkhorn_rows, avx512::hc_collapse_rows,
                                avx512::hc_expand_rows, avx512::order_keys, avx512::select_entries,
-                               avx512::gather_fp8_rows,
+                               avx512::gather_fp8_rows, avx512::unpack_records_rows,
                                // the MXFP4 GEMM reads the planes of AVX2's integer rows (gemm_quant_avx512.cpp)
                                avx512::fp4_row_bytes, avx2::prep_plane_row, avx512::fp8_bits_acts,
                                avx512::fp8_bits_acts_bytes,
@@ -130,6 +131,10 @@ struct Entries {
                                 int64_t count, bf16* out, ThreadPool& pool) {
         cpu::gather_fp8_rows(Ops(), codes, scales, dim, rows, count, out, pool);
     }
+    static void unpack_records(CacheRecord kind, const uint8_t* const* records, int64_t count, int dim, bf16* out,
+                               ThreadPool& pool) {
+        cpu::unpack_records(Ops(), kind, records, count, dim, out, pool);
+    }
     static Kernels table(Isa isa) {
         return Kernels{.isa = isa,
                        .prepare_fp8 = prepare_fp8,
@@ -156,7 +161,8 @@ struct Entries {
                        .hc_collapse = hc_collapse,
                        .hc_expand = hc_expand,
                        .topk_entries = topk_entries,
-                       .gather_fp8_rows = gather_fp8_rows};
+                       .gather_fp8_rows = gather_fp8_rows,
+                       .unpack_records = unpack_records};
     }
 };
 

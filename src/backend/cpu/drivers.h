@@ -45,6 +45,8 @@ void hc_expand(const IsaOps& ops, const bf16* o, const bf16* res, int64_t n, con
 void topk_entries(const IsaOps& ops, const float* scores, int64_t width, int k, int32_t* out);
 void gather_fp8_rows(const IsaOps& ops, const uint8_t* codes, const uint8_t* scales, int dim, const int64_t* rows,
                      int64_t count, bf16* out, ThreadPool& pool);
+void unpack_records(const IsaOps& ops, CacheRecord kind, const uint8_t* const* records, int64_t count, int dim,
+                    bf16* out, ThreadPool& pool);
 
 // Work items per call: about 8 chunks per thread (at least min_chunk) balances a late thread without making chunks
 // so small that the per-chunk setup (activation decode, panel builds) matters.

@@ -33,6 +33,8 @@ void hc_expand(const bf16* o, const bf16* res, int64_t n, const float* post, con
 void topk_entries(const float* scores, int64_t width, int k, int32_t* out);
 void gather_fp8_rows(const uint8_t* codes, const uint8_t* scales, int dim, const int64_t* rows, int64_t count,
                      bf16* out, ThreadPool& pool);
+void unpack_records(CacheRecord kind, const uint8_t* const* records, int64_t count, int dim, bf16* out,
+                    ThreadPool& pool);
 
 // The sum of squares of one RMSNorm row in Kernels::rms_norm's order (16 lanes, halving).
 float rms_sum_squares(const bf16* x, int dim);

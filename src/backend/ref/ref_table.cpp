@@ -52,7 +52,8 @@ const Kernels& kernels() {
                                   .hc_collapse = hc_collapse,
                                   .hc_expand = hc_expand,
                                   .topk_entries = topk_entries,
-                                  .gather_fp8_rows = gather_fp8_rows};
+                                  .gather_fp8_rows = gather_fp8_rows,
+                                  .unpack_records = unpack_records};
     return table;
 }
 

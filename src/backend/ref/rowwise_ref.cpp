@@ -9,6 +9,7 @@
 
 #include "backend/ref/ref_kernels.h"
 #include "core/check.h"
+#include "core/quant_records.h"
 
 namespace deepinfer::backend::ref {
 
@@ -167,7 +168,21 @@ void gather_fp8_rows(const uint8_t* codes, const uint8_t* scales, int dim, const
     for (int64_t i = 0; i < count; ++i) {
         const uint8_t* q = codes + rows[i] * dim;
         const uint8_t* s = scales + rows[i] * (dim / 32);
-        for (int k = 0; k < dim; ++k) out[i * dim + k] = float_to_bf16(e4m3_to_float(q[k]) * e8m0_to_float(s[k / 32]));
+        for (int k = 0; k < dim; ++k) {
+            const float scale = e8m0_to_float(s[k / 32]);  // NaN: the group is that NaN (core/quant_records.cpp)
+            out[i * dim + k] = float_to_bf16(scale != scale ? scale : e4m3_to_float(q[k]) * scale);
+        }
+    }
+}
+
+// The records' definition itself (core/quant_records.cpp).
+void unpack_records(CacheRecord kind, const uint8_t* const* records, int64_t count, int dim, bf16* out, ThreadPool&) {
+    for (int64_t r = 0; r < count; ++r) {
+        switch (kind) {
+            case CacheRecord::kWindow: unpack_window_record(records[r], dim, out + r * dim); break;
+            case CacheRecord::kCompressed: unpack_compressed_record(records[r], dim, out + r * dim); break;
+            case CacheRecord::kIndexKey: unpack_index_key_record(records[r], dim, out + r * dim); break;
+        }
     }
 }
 

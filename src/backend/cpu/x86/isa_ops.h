@@ -12,6 +12,7 @@
 
 #include "core/cpu_features.h"
 #include "core/numeric.h"
+#include "core/quant_records.h"
 
 namespace deepinfer::backend::cpu {
 
@@ -283,6 +284,8 @@ struct IsaOps {
     int64_t (*select_entries)(const uint32_t* keys, int64_t n, uint32_t threshold, int64_t ties, int32_t* out);
     void (*gather_fp8_rows)(const uint8_t* codes, const uint8_t* scales, int dim, const int64_t* rows, bf16* out,
                             int64_t r0, int64_t r1);
+    void (*unpack_records_rows)(CacheRecord kind, const uint8_t* const* records, int dim, bf16* out, int64_t r0,
+                                int64_t r1);
     // Optional (AVX2, AVX-512): act_quant rows of k codes in the integer form the table's MXFP4 GEMM of n rows
     // reads (QuantGemmTask::fp4_row): fp4_row_bytes(k, n) bytes a row, 0 when that GEMM reads none; prep_fp4_row
     // makes one row of it. decode_acts still gives the rows' values and scales.
@@ -391,6 +394,8 @@ const IsaOps& avx512_ops();
     int64_t select_entries(const uint32_t* keys, int64_t n, uint32_t threshold, int64_t ties, int32_t* out); \
     void gather_fp8_rows(const uint8_t* codes, const uint8_t* scales, int dim, const int64_t* rows,         \
                          bf16* out, int64_t r0, int64_t r1);                                                \
+    void unpack_records_rows(CacheRecord kind, const uint8_t* const* records, int dim, bf16* out, int64_t r0, \
+                             int64_t r1);                                                                   \
     void gemm_f32_squares_tiles(const bf16* x, int64_t tiles, int64_t k, const float* fn, int64_t fn_rows,  \
                                 float* out, int64_t ldo, float* squares);                                   \
     void gemm_f32_squares_rows(const bf16* x, int64_t n, int64_t k, const float* fn, int64_t fn_rows,       \

@@ -1,4 +1,4 @@
-// AVX2 row-wise ops (Kernels::rms_norm ... gather_fp8_rows), the AVX-512 file's algorithms on 8 lanes:
+// AVX2 row-wise ops (Kernels::rms_norm ... gather_fp8_rows, unpack_records), the AVX-512 file's algorithms on 8 lanes:
 // the scalar reference's fp32 operation sequence except exp() (exp_ps, about 1 ulp). RMSNorm keeps the
 // reference's 16 partial sums as two 8-lane accumulators. Tails go through small zero-padded buffers or
 // masked loads, so no access leaves the rows.
@@ -242,24 +242,110 @@ int64_t select_entries(const uint32_t* keys, int64_t n, uint32_t threshold, int6
     return count;
 }
 
+namespace {
+
+// Scale codes 10..246: every nonzero e4m3 value times 2^(code - 127) is a normal bf16, so the product's bf16 is
+// the value's with the exponent moved (as the AVX-512 file).
+constexpr uint8_t kPlainScaleMin = 10, kPlainScaleMax = 246;
+
+// 16 e4m3 codes -> their bf16 words (every e4m3 value is a bf16 value): normal codes by arithmetic (exponent + 120,
+// mantissa at bit 4), subnormal ones (m x 2^-9) from an 8-word table (two byte lookups), NaN codes 0x7fc0; then
+// the sign.
+inline __m256i fp8_words(const uint8_t* q) {
+    // m x 2^-9 for m = 0..7 as bf16: the low and the high bytes, in both 128-bit lanes
+    const __m256i sub_lo = _mm256_setr_epi8(0, 0, -128, -64, 0, 32, 64, 96, 0, 0, 0, 0, 0, 0, 0, 0,
+                                            0, 0, -128, -64, 0, 32, 64, 96, 0, 0, 0, 0, 0, 0, 0, 0);
+    const __m256i sub_hi = _mm256_setr_epi8(0, 0x3b, 0x3b, 0x3b, 0x3c, 0x3c, 0x3c, 0x3c, 0, 0, 0, 0, 0, 0, 0, 0,
+                                            0, 0x3b, 0x3b, 0x3b, 0x3c, 0x3c, 0x3c, 0x3c, 0, 0, 0, 0, 0, 0, 0, 0);
+    const __m256i c = _mm256_cvtepu8_epi16(_mm_loadu_si128(reinterpret_cast<const __m128i*>(q)));
+    const __m256i mag = _mm256_and_si256(c, _mm256_set1_epi16(0x7f));
+    const __m256i normal = _mm256_add_epi16(_mm256_slli_epi16(mag, 4), _mm256_set1_epi16(120 << 7));
+    // (a word lane's bytes are mag and 0; entry 0 of both tables is 0)
+    const __m256i sub = _mm256_or_si256(_mm256_shuffle_epi8(sub_lo, mag),
+                                        _mm256_slli_epi16(_mm256_shuffle_epi8(sub_hi, mag), 8));
+    __m256i w = _mm256_blendv_epi8(normal, sub, _mm256_cmpgt_epi16(_mm256_set1_epi16(8), mag));
+    w = _mm256_blendv_epi8(w, _mm256_set1_epi16(0x7fc0), _mm256_cmpeq_epi16(mag, _mm256_set1_epi16(0x7f)));
+    return _mm256_or_si256(w, _mm256_slli_epi16(_mm256_andnot_si256(mag, c), 8));
+}
+
+// 16 bf16 words times the e8m0 scale `code`, rounded as float_to_bf16, as the AVX-512 file's scale_fp8_words.
+inline void scale_fp8_words(__m256i w, uint8_t code, bf16* out) {
+    if (code >= kPlainScaleMin && code <= kPlainScaleMax) [[likely]] {
+        const __m256i mag = _mm256_and_si256(w, _mm256_set1_epi16(0x7fff));
+        const __m256i moves = _mm256_and_si256(_mm256_cmpgt_epi16(mag, _mm256_setzero_si256()),
+                                               _mm256_cmpgt_epi16(_mm256_set1_epi16(0x7f80), mag));
+        const __m256i step = _mm256_set1_epi16(static_cast<int16_t>((code - 127) << 7));
+        _mm256_storeu_si256(reinterpret_cast<__m256i*>(out), _mm256_add_epi16(w, _mm256_and_si256(step, moves)));
+        return;
+    }
+    const float scale = e8m0_to_float(code);  // NaN: the group is that NaN (core/quant_records.cpp)
+    const __m256 s = _mm256_set1_ps(scale);
+    const __m256 lo = from_bf16(_mm256_castsi256_si128(w)), hi = from_bf16(_mm256_extracti128_si256(w, 1));
+    store_bf16_n(out, scale == scale ? _mm256_mul_ps(lo, s) : s, 8);
+    store_bf16_n(out + 8, scale == scale ? _mm256_mul_ps(hi, s) : s, 8);
+}
+
+// dim e4m3 codes q times their e8m0 scales s (one per 32) to bf16, out [dim].
+inline void fp8_values(const uint8_t* q, const uint8_t* s, int dim, bf16* out) {
+    for (int k = 0; k < dim; k += 16) scale_fp8_words(fp8_words(q + k), s[k / 32], out + k);
+}
+
+// dim e2m1 elements times one scale per kGroup of them to bf16, as the AVX-512 file (a finite scale's products
+// are exact in bf16: their high halves; a NaN scale's round as float_to_bf16), 8 elements a vector: the magnitude
+// from an 8-entry table (vpermps reads the index's low 3 bits), the sign from its bit 3.
+template <int kGroup, float (*ScaleOf)(uint8_t)>
+inline void e2m1_values(const uint8_t* record, int dim, bf16* out) {
+    static_assert(kGroup == 16 || kGroup == 32);
+    const __m256 magnitudes = _mm256_setr_ps(0.0f, 0.5f, 1.0f, 1.5f, 2.0f, 3.0f, 4.0f, 6.0f);
+    const __m256i sign = _mm256_set1_epi32(static_cast<int>(0x80000000u));
+    const __m128i low = _mm_set1_epi8(0x0f);
+    auto values = [&](__m128i nibbles) {  // the low 8 bytes' nibble codes -> fp32
+        const __m256i idx = _mm256_cvtepu8_epi32(nibbles);
+        return _mm256_or_ps(_mm256_permutevar8x32_ps(magnitudes, idx),
+                            _mm256_castsi256_ps(_mm256_and_si256(_mm256_slli_epi32(idx, 28), sign)));
+    };
+    // the high halves of 8 + 8 lanes, in order
+    auto high_halves = [](__m256 a, __m256 b) {
+        const __m256i packed = _mm256_packus_epi32(_mm256_srli_epi32(_mm256_castps_si256(a), 16),
+                                                   _mm256_srli_epi32(_mm256_castps_si256(b), 16));
+        return _mm256_permute4x64_epi64(packed, 0xd8);
+    };
+    const uint8_t* scales = record + dim / 2;
+    for (int k = 0; k < dim; k += 32) {
+        const __m128i b = _mm_loadu_si128(reinterpret_cast<const __m128i*>(record + k / 2));
+        const __m128i lo = _mm_and_si128(b, low), hi = _mm_and_si128(_mm_srli_epi16(b, 4), low);
+        const __m128i n0 = _mm_unpacklo_epi8(lo, hi), n1 = _mm_unpackhi_epi8(lo, hi);  // elements 0-15, 16-31
+        const float s0 = ScaleOf(scales[k / kGroup]), s1 = ScaleOf(scales[(k + 16) / kGroup]);
+        const __m256 a0 = _mm256_mul_ps(values(n0), _mm256_set1_ps(s0));
+        const __m256 a1 = _mm256_mul_ps(values(_mm_srli_si128(n0, 8)), _mm256_set1_ps(s0));
+        const __m256 a2 = _mm256_mul_ps(values(n1), _mm256_set1_ps(s1));
+        const __m256 a3 = _mm256_mul_ps(values(_mm_srli_si128(n1, 8)), _mm256_set1_ps(s1));
+        if (s0 == s0 && s1 == s1) [[likely]] {
+            _mm256_storeu_si256(reinterpret_cast<__m256i*>(out + k), high_halves(a0, a1));
+            _mm256_storeu_si256(reinterpret_cast<__m256i*>(out + k + 16), high_halves(a2, a3));
+        } else {
+            store_bf16_n(out + k, a0, 8);
+            store_bf16_n(out + k + 8, a1, 8);
+            store_bf16_n(out + k + 16, a2, 8);
+            store_bf16_n(out + k + 24, a3, 8);
+        }
+    }
+}
+
+}  // namespace
+
 void gather_fp8_rows(const uint8_t* codes, const uint8_t* scales, int dim, const int64_t* rows, bf16* out, int64_t r0,
                      int64_t r1) {
-    // e4m3 -> fp32 by arithmetic, as the AVX-512 file.
-    const __m256i mag_mask = _mm256_set1_epi32(0x7f), exp_bias = _mm256_set1_epi32(120 << 23);
-    for (int64_t i = r0; i < r1; ++i) {
-        const uint8_t* q = codes + rows[i] * dim;
-        const uint8_t* s = scales + rows[i] * (dim / 32);
-        for (int k = 0; k < dim; k += 8) {
-            const __m256i c = _mm256_cvtepu8_epi32(_mm_loadl_epi64(reinterpret_cast<const __m128i*>(q + k)));
-            const __m256i mag = _mm256_and_si256(c, mag_mask);
-            __m256 v = _mm256_castsi256_ps(_mm256_add_epi32(_mm256_slli_epi32(mag, 20), exp_bias));
-            const __m256 sub = _mm256_castsi256_ps(_mm256_cmpgt_epi32(_mm256_set1_epi32(8), mag));
-            v = _mm256_blendv_ps(v, _mm256_mul_ps(_mm256_cvtepi32_ps(mag), _mm256_set1_ps(1.0f / 512.0f)), sub);
-            v = _mm256_blendv_ps(v, _mm256_castsi256_ps(_mm256_set1_epi32(0x7fc00000)),
-                                 _mm256_castsi256_ps(_mm256_cmpeq_epi32(mag, mag_mask)));
-            v = _mm256_castsi256_ps(
-                _mm256_or_si256(_mm256_castps_si256(v), _mm256_slli_epi32(_mm256_andnot_si256(mag_mask, c), 24)));
-            store_bf16_n(out + i * dim + k, _mm256_mul_ps(v, _mm256_set1_ps(e8m0_to_float(s[k / 32]))), 8);
+    for (int64_t i = r0; i < r1; ++i) fp8_values(codes + rows[i] * dim, scales + rows[i] * (dim / 32), dim, out + i * dim);
+}
+
+void unpack_records_rows(CacheRecord kind, const uint8_t* const* records, int dim, bf16* out, int64_t r0, int64_t r1) {
+    for (int64_t r = r0; r < r1; ++r) {
+        const uint8_t* record = records[r];
+        switch (kind) {
+            case CacheRecord::kWindow: fp8_values(record, record + dim, dim, out + r * dim); break;
+            case CacheRecord::kCompressed: e2m1_values<16, e4m3_to_float>(record, dim, out + r * dim); break;
+            case CacheRecord::kIndexKey: e2m1_values<32, e8m0_to_float>(record, dim, out + r * dim); break;
         }
     }
 }

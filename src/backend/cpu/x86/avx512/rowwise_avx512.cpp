@@ -1,4 +1,4 @@
-// AVX-512 row-wise ops (Kernels::rms_norm ... gather_fp8_rows). Everything but exp() is the scalar
+// AVX-512 row-wise ops (Kernels::rms_norm ... gather_fp8_rows, unpack_records). Everything but exp() is the scalar
 // reference's fp32 operation sequence (separate multiplies and adds, the reference's summation orders), so
 // those results match it bit for bit; the exp-based ops (SwiGLU, pair pooling, Sinkhorn) use exp_ps
 // (about 1 ulp) where the reference calls expf. Tails are masked, so no access leaves the rows.
@@ -283,25 +283,97 @@ int64_t select_entries(const uint32_t* keys, int64_t n, uint32_t threshold, int6
     return count;
 }
 
+namespace {
+
+// Scale codes 10..246: every nonzero e4m3 value (2^-9 .. 448) times 2^(code - 127) is a normal bf16 (2^-126 ..
+// 1.75 x 2^127), so the product's bf16 is the value's bf16 with the exponent moved by code - 127, exactly.
+constexpr uint8_t kPlainScaleMin = 10, kPlainScaleMax = 246;
+
+// 32 e4m3 codes' bf16 words (Fp8ToBf16's lookups: every e4m3 value is a bf16 value) times the e8m0 scale `code`,
+// rounded as float_to_bf16: for plain codes the exponent moved (zeros and NaNs as they are), else the words
+// widened, multiplied in fp32 and rounded; a NaN scale makes the 32 that NaN.
+inline void scale_fp8_words(__m512i w, uint8_t code, bf16* out) {
+    if (code >= kPlainScaleMin && code <= kPlainScaleMax) [[likely]] {
+        const __m512i mag = _mm512_and_si512(w, _mm512_set1_epi16(0x7fff));
+        // 1 <= mag <= 0x7f7f: nonzero and finite (the lookups give NaN codes 0x7fc0)
+        const __mmask32 moves = _mm512_cmplt_epu16_mask(_mm512_sub_epi16(mag, _mm512_set1_epi16(1)),
+                                                        _mm512_set1_epi16(0x7f7f));
+        w = _mm512_mask_add_epi16(w, moves, w, _mm512_set1_epi16(static_cast<int16_t>((code - 127) << 7)));
+        _mm512_storeu_si512(out, w);
+        return;
+    }
+    const float scale = e8m0_to_float(code);  // NaN: the group is that NaN (core/quant_records.cpp)
+    const __m512 s = _mm512_set1_ps(scale);
+    const __m512 lo = from_bf16(_mm512_castsi512_si256(w)), hi = from_bf16(_mm512_extracti64x4_epi64(w, 1));
+    store_bf16(out, scale == scale ? _mm512_mul_ps(lo, s) : s, 0xffff);
+    store_bf16(out + 16, scale == scale ? _mm512_mul_ps(hi, s) : s, 0xffff);
+}
+
+// dim e4m3 codes q times their e8m0 scales s (one per 32) to bf16, out [dim], 64 codes a step.
+inline void fp8_values(const uint8_t* q, const uint8_t* s, int dim, bf16* out) {
+    const Fp8ToBf16 dec;
+    // Fp8ToBf16's unpack order back to element order: lanes (a0 b0 a1 b1) and (a2 b2 a3 b3)
+    const __m512i first = _mm512_setr_epi64(0, 1, 8, 9, 2, 3, 10, 11);
+    const __m512i second = _mm512_setr_epi64(4, 5, 12, 13, 6, 7, 14, 15);
+    for (int k = 0; k < dim; k += 64) {
+        const bool two = k + 64 <= dim;  // (dim % 32 == 0: else the last 32)
+        const __m512i codes = two ? _mm512_loadu_si512(q + k)
+                                  : _mm512_zextsi256_si512(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(q + k)));
+        __m512i a, b;
+        dec.decode(codes, a, b);
+        scale_fp8_words(_mm512_permutex2var_epi64(a, first, b), s[k / 32], out + k);
+        if (two) scale_fp8_words(_mm512_permutex2var_epi64(a, second, b), s[k / 32 + 1], out + k + 32);
+    }
+}
+
+// dim e2m1 elements (pairs, low nibble first) times one scale per kGroup of them (the scale byte decoded by
+// ScaleOf, as core/quant_records.cpp does) to bf16, out [dim], 32 elements a step. A finite scale makes every
+// product exact in bf16 (at most 6 significant bits, within range: quant_records.cpp), so its bf16 is the fp32
+// product's high half; a step with a NaN scale rounds as float_to_bf16.
+template <int kGroup, float (*ScaleOf)(uint8_t)>
+inline void e2m1_values(const uint8_t* record, int dim, bf16* out) {
+    static_assert(kGroup == 16 || kGroup == 32);
+    const __m512 table = _mm512_setr_ps(0.0f, 0.5f, 1.0f, 1.5f, 2.0f, 3.0f, 4.0f, 6.0f, -0.0f, -0.5f, -1.0f, -1.5f,
+                                        -2.0f, -3.0f, -4.0f, -6.0f);
+    const __m128i low = _mm_set1_epi8(0x0f);
+    // the high halves of two vectors' 32 lanes, in order
+    const __m512i high_words = _mm512_setr_epi32(0x00030001, 0x00070005, 0x000b0009, 0x000f000d, 0x00130011,
+                                                 0x00170015, 0x001b0019, 0x001f001d, 0x00230021, 0x00270025,
+                                                 0x002b0029, 0x002f002d, 0x00330031, 0x00370035, 0x003b0039,
+                                                 0x003f003d);
+    const uint8_t* scales = record + dim / 2;
+    for (int k = 0; k < dim; k += 32) {
+        const __m128i b = _mm_loadu_si128(reinterpret_cast<const __m128i*>(record + k / 2));
+        const __m128i lo = _mm_and_si128(b, low), hi = _mm_and_si128(_mm_srli_epi16(b, 4), low);
+        const float s0 = ScaleOf(scales[k / kGroup]), s1 = ScaleOf(scales[(k + 16) / kGroup]);
+        const __m512 v0 = _mm512_mul_ps(_mm512_permutexvar_ps(_mm512_cvtepu8_epi32(_mm_unpacklo_epi8(lo, hi)), table),
+                                        _mm512_set1_ps(s0));
+        const __m512 v1 = _mm512_mul_ps(_mm512_permutexvar_ps(_mm512_cvtepu8_epi32(_mm_unpackhi_epi8(lo, hi)), table),
+                                        _mm512_set1_ps(s1));
+        if (s0 == s0 && s1 == s1) [[likely]] {
+            _mm512_storeu_si512(out + k, _mm512_permutex2var_epi16(_mm512_castps_si512(v0), high_words,
+                                                                   _mm512_castps_si512(v1)));
+        } else {
+            store_bf16(out + k, v0, 0xffff);
+            store_bf16(out + k + 16, v1, 0xffff);
+        }
+    }
+}
+
+}  // namespace
+
 void gather_fp8_rows(const uint8_t* codes, const uint8_t* scales, int dim, const int64_t* rows, bf16* out, int64_t r0,
                      int64_t r1) {
-    // e4m3 -> fp32 by arithmetic (as x86_tables.h e4m3_magnitude_bf16): normal codes move the exponent
-    // (bias 7 -> 127) and mantissa into place, subnormals are m * 2^-9, 0x7f is NaN; then the sign.
-    const __m512i mag_mask = _mm512_set1_epi32(0x7f), exp_bias = _mm512_set1_epi32(120 << 23);
-    for (int64_t i = r0; i < r1; ++i) {
-        const uint8_t* q = codes + rows[i] * dim;
-        const uint8_t* s = scales + rows[i] * (dim / 32);
-        for (int k = 0; k < dim; k += 16) {
-            const __m512i c = _mm512_cvtepu8_epi32(_mm_loadu_si128(reinterpret_cast<const __m128i*>(q + k)));
-            const __m512i mag = _mm512_and_si512(c, mag_mask);
-            __m512 v = _mm512_castsi512_ps(_mm512_add_epi32(_mm512_slli_epi32(mag, 20), exp_bias));
-            const __mmask16 sub = _mm512_cmplt_epi32_mask(mag, _mm512_set1_epi32(8));
-            v = _mm512_mask_mul_ps(v, sub, _mm512_cvtepi32_ps(mag), _mm512_set1_ps(1.0f / 512.0f));
-            v = _mm512_mask_mov_ps(v, _mm512_cmpeq_epi32_mask(mag, mag_mask),
-                                   _mm512_castsi512_ps(_mm512_set1_epi32(0x7fc00000)));
-            v = _mm512_castsi512_ps(_mm512_or_si512(_mm512_castps_si512(v),
-                                                    _mm512_slli_epi32(_mm512_andnot_si512(mag_mask, c), 24)));
-            store_bf16(out + i * dim + k, _mm512_mul_ps(v, _mm512_set1_ps(e8m0_to_float(s[k / 32]))), 0xffff);
+    for (int64_t i = r0; i < r1; ++i) fp8_values(codes + rows[i] * dim, scales + rows[i] * (dim / 32), dim, out + i * dim);
+}
+
+void unpack_records_rows(CacheRecord kind, const uint8_t* const* records, int dim, bf16* out, int64_t r0, int64_t r1) {
+    for (int64_t r = r0; r < r1; ++r) {
+        const uint8_t* record = records[r];
+        switch (kind) {
+            case CacheRecord::kWindow: fp8_values(record, record + dim, dim, out + r * dim); break;
+            case CacheRecord::kCompressed: e2m1_values<16, e4m3_to_float>(record, dim, out + r * dim); break;
+            case CacheRecord::kIndexKey: e2m1_values<32, e8m0_to_float>(record, dim, out + r * dim); break;
         }
     }
 }
