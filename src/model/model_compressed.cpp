@@ -157,8 +157,9 @@ void Model::compressed_topk(Forward& f, int L, const bf16* x, const bf16* qr) {
     for (auto& v : wts) v = float_to_bf16(bf16_to_float(v) * weight_scale);
 
     ScratchVector<bf16> keys;
-    ScratchVector<float> scores;
+    ScratchVector<float> scores, scored;
     std::vector<const uint8_t*> key_records;
+    std::vector<int64_t> entries;  // the entries scored, where not all of them
     for (size_t si = 0; si < f.batch.seqs.size(); ++si) {
         const SeqChunk& s = f.batch.seqs[si];
         Forward::Seq& fs = f.seqs[si];
@@ -166,16 +167,38 @@ void Model::compressed_topk(Forward& f, int L, const bf16* x, const bf16* qr) {
         fs.k = static_cast<int>(std::min<int64_t>(c.index_topk, compress_len));
         fs.topk.assign(S * fs.k, -1);
         if (compress_len == 0) continue;
-        keys.resize(compress_len * Di);
-        // every compressed key of the sequence, each step: O(context), by the kernel table over the pool
-        key_records.resize(static_cast<size_t>(compress_len));
-        for (int64_t j = 0; j < compress_len; ++j) key_records[j] = s.cache->index_record(f.pools, src, j);
-        backend::active_kernels().unpack_records(CacheRecord::kIndexKey, key_records.data(), compress_len, Di,
-                                                 keys.data(), ThreadPool::global());
+        // A consumer of candidate blocks scores only the union of its rows' candidates: select_row masks every
+        // other entry to -inf (spec §5.3.6), and past candidate_topk_blocks x candidate_block_size entries (16384 in
+        // the released config) most of a long context is none. A key's score does not depend on which keys are
+        // scored with it (tests/ops/row_invariance_test.cpp), so the rows' scores are those of scoring them all.
+        entries.clear();
+        if (role.uses_candidates) {
+            DI_CHECK_EQ(fs.candidate_width, compress_len);
+            for (int64_t j = 0; j < compress_len; ++j)
+                for (int64_t r = 0; r < S; ++r)
+                    if (fs.candidates[r * compress_len + j]) {
+                        entries.push_back(j);
+                        break;
+                    }
+        }
+        const bool some = role.uses_candidates && 4 * static_cast<int64_t>(entries.size()) < 3 * compress_len;
+        const int64_t n_keys = some ? static_cast<int64_t>(entries.size()) : compress_len;
+        // the keys scored: every compressed key of the sequence, each step (O(context)), or the candidates'
+        keys.resize(n_keys * Di);
+        key_records.resize(static_cast<size_t>(n_keys));
+        for (int64_t j = 0; j < n_keys; ++j) key_records[j] = s.cache->index_record(f.pools, src, some ? entries[j] : j);
+        backend::active_kernels().unpack_records(CacheRecord::kIndexKey, key_records.data(), n_keys, Di, keys.data(),
+                                                 ThreadPool::global());
         scores.resize(S * compress_len);
-        backend::active_kernels().index_scores(qi.data() + s.row_begin * Hi * Di, S, Hi, Di, keys.data(), compress_len,
-                                               wts.data() + s.row_begin * Hi, scores.data(), compress_len,
-                                               ThreadPool::global());
+        scored.resize(some ? S * n_keys : 0);
+        backend::active_kernels().index_scores(qi.data() + s.row_begin * Hi * Di, S, Hi, Di, keys.data(), n_keys,
+                                               wts.data() + s.row_begin * Hi, some ? scored.data() : scores.data(),
+                                               n_keys, ThreadPool::global());
+        if (some) {
+            std::fill(scores.begin(), scores.end(), kNegInf);
+            for (int64_t r = 0; r < S; ++r)
+                for (int64_t j = 0; j < n_keys; ++j) scores[r * compress_len + entries[j]] = scored[r * n_keys + j];
+        }
         if (role.candidate_source) {
             fs.candidates.assign(S * compress_len, 0);
             fs.candidate_width = compress_len;
