@@ -317,8 +317,7 @@ inline void fp8_values(const uint8_t* q, const uint8_t* s, int dim, bf16* out) {
     const __m512i second = _mm512_setr_epi64(4, 5, 12, 13, 6, 7, 14, 15);
     for (int k = 0; k < dim; k += 64) {
         const bool two = k + 64 <= dim;  // (dim % 32 == 0: else the last 32)
-        const __m512i codes = two ? _mm512_loadu_si512(q + k)
-                                  : _mm512_zextsi256_si512(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(q + k)));
+        const __m512i codes = _mm512_maskz_loadu_epi8(two ? ~__mmask64{0} : __mmask64{0xffffffff}, q + k);
         __m512i a, b;
         dec.decode(codes, a, b);
         scale_fp8_words(_mm512_permutex2var_epi64(a, first, b), s[k / 32], out + k);
