@@ -5,7 +5,6 @@
 #include <algorithm>
 #include <cmath>
 #include <limits>
-#include <numeric>
 #include <vector>
 
 #include "backend/kernels.h"
@@ -30,16 +29,17 @@ void candidate_blocks(const float* scores, int64_t width, int64_t n_vis, int top
     for (int64_t j = 0; j < width; ++j) block_score[j / block_size] = std::max(block_score[j / block_size], scores[j]);
     // Pin the block holding the newest visible position (Python floor division: none when n_vis == 0).
     if (n_vis > 0) block_score[(n_vis - 1) / block_size] = std::numeric_limits<float>::infinity();
-    const int64_t keep = std::min<int64_t>(topk_blocks, n_blocks);
-    std::vector<int64_t> order(n_blocks);
-    std::iota(order.begin(), order.end(), 0);
-    std::partial_sort(order.begin(), order.begin() + keep, order.end(), [&](int64_t a, int64_t b) {
-        return block_score[a] > block_score[b] || (block_score[a] == block_score[b] && a < b);
-    });
+    // The `keep` best blocks by (score descending, block ascending): the indexer's top-k (a radix select; no block
+    // score is NaN, std::max above never takes one, so its NaN rule does not enter). A partial sort of 4096 blocks
+    // (a 32 k context) took ~0.2 ms a row.
+    const int keep = static_cast<int>(std::min<int64_t>(topk_blocks, n_blocks));
+    std::vector<int32_t> kept(static_cast<size_t>(keep));
+    backend::active_kernels().topk_entries(block_score.data(), n_blocks, keep, kept.data());
     std::fill(mask, mask + width, 0);
-    for (int64_t b = 0; b < keep; ++b) {
-        if (!(block_score[order[b]] > kNegInf)) continue;
-        for (int64_t j = order[b] * block_size; j < std::min<int64_t>(width, (order[b] + 1) * block_size); ++j) mask[j] = 1;
+    for (const int32_t b : kept) {
+        if (!(block_score[b] > kNegInf)) continue;
+        for (int64_t j = b * int64_t{block_size}; j < std::min<int64_t>(width, (b + 1) * int64_t{block_size}); ++j)
+            mask[j] = 1;
     }
 }
 
