@@ -266,7 +266,8 @@ void add_fp8_bf16x_grouped(std::vector<Bench>& out, const std::string& name, int
                            const Kernels& k, ThreadPool& pool, const Inputs& in, bf16* y, const Options& o,
                            double total) {
     Bench b{"gemm_fp8_bf16x_grouped", name, rows * groups, cols, 0, true};
-    AlignedBuffer codes = make_buffer(rows * cols, false), scales = make_buffer(((rows + 31) / 32) * (cols / 32), false);
+    AlignedBuffer codes = make_buffer(rows * cols, false);
+    AlignedBuffer scales = make_buffer(((rows + 31) / 32) * (cols / 32), false);
     fill_fp8_codes(codes.data(), codes.size(), 3);
     fill_scales(scales.data(), scales.size(), 3);
     backend::PackedWeight first;

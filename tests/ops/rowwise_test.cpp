@@ -1,7 +1,8 @@
 // The row-wise ops of every SIMD table against the scalar reference (op harness: guarded outputs, 1-3
-// threads). Budgets: RMSNorm, RoPE, top-k, the Engram gather and the cache records' unpack bit for bit (the same fp32 operations in
-// the same order); SwiGLU and the pair pooling within 1 bf16 ulp in at most 1% of the outputs (exp() to
-// about 1 ulp instead of expf); Sinkhorn within 4e-6 relative (the exp differences through 20 normalizations).
+// threads). Budgets: RMSNorm, RoPE, top-k, the Engram gather and the cache records' unpack bit for bit (the same
+// fp32 operations in the same order); SwiGLU and the pair pooling within 1 bf16 ulp in at most 1% of the outputs
+// (exp() to about 1 ulp instead of expf); Sinkhorn within 4e-6 relative (the exp differences through 20
+// normalizations).
 #include <gtest/gtest.h>
 
 #include <algorithm>

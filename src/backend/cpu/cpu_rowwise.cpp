@@ -118,7 +118,8 @@ void gather_fp8_rows(const IsaOps& ops, const uint8_t* codes, const uint8_t* sca
 void unpack_records(const IsaOps& ops, CacheRecord kind, const uint8_t* const* records, int64_t count, int dim,
                     bf16* out, ThreadPool& pool) {
     DI_CHECK_MSG(dim % 32 == 0, "unpack_records: dim {} is not a multiple of 32", dim);
-    over_rows(pool, count, dim, [&](int64_t r0, int64_t r1) { ops.unpack_records_rows(kind, records, dim, out, r0, r1); });
+    over_rows(pool, count, dim,
+              [&](int64_t r0, int64_t r1) { ops.unpack_records_rows(kind, records, dim, out, r0, r1); });
 }
 
 }  // namespace deepinfer::backend::cpu

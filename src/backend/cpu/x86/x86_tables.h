@@ -8,6 +8,11 @@
 
 namespace deepinfer::backend::cpu::tables {
 
+// e8m0 scale codes for which every nonzero e4m3 value (2^-9 .. 448) times 2^(code - 127) is a normal bf16 (2^-126 ..
+// 1.75 x 2^127): the product's bf16 is then the value's bf16 with the exponent moved by code - 127, exactly (the
+// records' and the Engram gather's fp8 unpack, rowwise_*.cpp).
+inline constexpr uint8_t kPlainE8m0Min = 10, kPlainE8m0Max = 246;
+
 // bf16 bits of the e4m3 magnitude code c (0..127); 0x7f is NaN. Normal codes map exponent e (bias 7)
 // to e + 120 (bias 127) and shift the 3 mantissa bits up; subnormals m * 2^-9 are normal in bf16.
 constexpr uint16_t e4m3_magnitude_bf16(int c) {

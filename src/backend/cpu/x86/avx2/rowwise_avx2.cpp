@@ -244,10 +244,6 @@ int64_t select_entries(const uint32_t* keys, int64_t n, uint32_t threshold, int6
 
 namespace {
 
-// Scale codes 10..246: every nonzero e4m3 value times 2^(code - 127) is a normal bf16, so the product's bf16 is
-// the value's with the exponent moved (as the AVX-512 file).
-constexpr uint8_t kPlainScaleMin = 10, kPlainScaleMax = 246;
-
 // 16 e4m3 codes -> their bf16 words (every e4m3 value is a bf16 value): normal codes by arithmetic (exponent + 120,
 // mantissa at bit 4), subnormal ones (m x 2^-9) from an 8-word table (two byte lookups), NaN codes 0x7fc0; then
 // the sign.
@@ -270,7 +266,7 @@ inline __m256i fp8_words(const uint8_t* q) {
 
 // 16 bf16 words times the e8m0 scale `code`, rounded as float_to_bf16, as the AVX-512 file's scale_fp8_words.
 inline void scale_fp8_words(__m256i w, uint8_t code, bf16* out) {
-    if (code >= kPlainScaleMin && code <= kPlainScaleMax) [[likely]] {
+    if (code >= tables::kPlainE8m0Min && code <= tables::kPlainE8m0Max) [[likely]] {
         const __m256i mag = _mm256_and_si256(w, _mm256_set1_epi16(0x7fff));
         const __m256i moves = _mm256_and_si256(_mm256_cmpgt_epi16(mag, _mm256_setzero_si256()),
                                                _mm256_cmpgt_epi16(_mm256_set1_epi16(0x7f80), mag));
@@ -336,7 +332,8 @@ inline void e2m1_values(const uint8_t* record, int dim, bf16* out) {
 
 void gather_fp8_rows(const uint8_t* codes, const uint8_t* scales, int dim, const int64_t* rows, bf16* out, int64_t r0,
                      int64_t r1) {
-    for (int64_t i = r0; i < r1; ++i) fp8_values(codes + rows[i] * dim, scales + rows[i] * (dim / 32), dim, out + i * dim);
+    for (int64_t i = r0; i < r1; ++i)
+        fp8_values(codes + rows[i] * dim, scales + rows[i] * (dim / 32), dim, out + i * dim);
 }
 
 void unpack_records_rows(CacheRecord kind, const uint8_t* const* records, int dim, bf16* out, int64_t r0, int64_t r1) {

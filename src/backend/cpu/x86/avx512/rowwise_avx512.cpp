@@ -285,15 +285,11 @@ int64_t select_entries(const uint32_t* keys, int64_t n, uint32_t threshold, int6
 
 namespace {
 
-// Scale codes 10..246: every nonzero e4m3 value (2^-9 .. 448) times 2^(code - 127) is a normal bf16 (2^-126 ..
-// 1.75 x 2^127), so the product's bf16 is the value's bf16 with the exponent moved by code - 127, exactly.
-constexpr uint8_t kPlainScaleMin = 10, kPlainScaleMax = 246;
-
 // 32 e4m3 codes' bf16 words (Fp8ToBf16's lookups: every e4m3 value is a bf16 value) times the e8m0 scale `code`,
-// rounded as float_to_bf16: for plain codes the exponent moved (zeros and NaNs as they are), else the words
-// widened, multiplied in fp32 and rounded; a NaN scale makes the 32 that NaN.
+// rounded as float_to_bf16: for codes kPlainE8m0Min..Max (x86_tables.h) the exponent moved (zeros and NaNs as they
+// are), else the words widened, multiplied in fp32 and rounded; a NaN scale makes the 32 that NaN.
 inline void scale_fp8_words(__m512i w, uint8_t code, bf16* out) {
-    if (code >= kPlainScaleMin && code <= kPlainScaleMax) [[likely]] {
+    if (code >= tables::kPlainE8m0Min && code <= tables::kPlainE8m0Max) [[likely]] {
         const __m512i mag = _mm512_and_si512(w, _mm512_set1_epi16(0x7fff));
         // 1 <= mag <= 0x7f7f: nonzero and finite (the lookups give NaN codes 0x7fc0)
         const __mmask32 moves = _mm512_cmplt_epu16_mask(_mm512_sub_epi16(mag, _mm512_set1_epi16(1)),
@@ -363,7 +359,8 @@ inline void e2m1_values(const uint8_t* record, int dim, bf16* out) {
 
 void gather_fp8_rows(const uint8_t* codes, const uint8_t* scales, int dim, const int64_t* rows, bf16* out, int64_t r0,
                      int64_t r1) {
-    for (int64_t i = r0; i < r1; ++i) fp8_values(codes + rows[i] * dim, scales + rows[i] * (dim / 32), dim, out + i * dim);
+    for (int64_t i = r0; i < r1; ++i)
+        fp8_values(codes + rows[i] * dim, scales + rows[i] * (dim / 32), dim, out + i * dim);
 }
 
 void unpack_records_rows(CacheRecord kind, const uint8_t* const* records, int dim, bf16* out, int64_t r0, int64_t r1) {
