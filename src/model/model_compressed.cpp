@@ -25,8 +25,13 @@ constexpr float kNegInf = -std::numeric_limits<float>::infinity();
 void candidate_blocks(const float* scores, int64_t width, int64_t n_vis, int topk_blocks, int block_size,
                       uint8_t* mask) {
     const int64_t n_blocks = (width + block_size - 1) / block_size;
-    std::vector<float> block_score(n_blocks, kNegInf);
-    for (int64_t j = 0; j < width; ++j) block_score[j / block_size] = std::max(block_score[j / block_size], scores[j]);
+    std::vector<float> block_score(n_blocks);
+    for (int64_t b = 0; b < n_blocks; ++b) {  // (block by block: no division per score)
+        float best = kNegInf;
+        for (int64_t j = b * block_size; j < std::min<int64_t>(width, (b + 1) * block_size); ++j)
+            best = std::max(best, scores[j]);
+        block_score[b] = best;
+    }
     // Pin the block holding the newest visible position (Python floor division: none when n_vis == 0).
     if (n_vis > 0) block_score[(n_vis - 1) / block_size] = std::numeric_limits<float>::infinity();
     // The `keep` best blocks by (score descending, block ascending): the indexer's top-k (a radix select; no block
@@ -186,7 +191,8 @@ void Model::compressed_topk(Forward& f, int L, const bf16* x, const bf16* qr) {
         // the keys scored: every compressed key of the sequence, each step (O(context)), or the candidates'
         keys.resize(n_keys * Di);
         key_records.resize(static_cast<size_t>(n_keys));
-        for (int64_t j = 0; j < n_keys; ++j) key_records[j] = s.cache->index_record(f.pools, src, some ? entries[j] : j);
+        for (int64_t j = 0; j < n_keys; ++j)
+            key_records[j] = s.cache->index_record(f.pools, src, some ? entries[j] : j);
         backend::active_kernels().unpack_records(CacheRecord::kIndexKey, key_records.data(), n_keys, Di, keys.data(),
                                                  ThreadPool::global());
         scores.resize(S * compress_len);
