@@ -165,6 +165,7 @@ void Model::compressed_topk(Forward& f, int L, const bf16* x, const bf16* qr) {
     ScratchVector<float> scores, scored;
     std::vector<const uint8_t*> key_records;
     std::vector<int64_t> entries;  // the entries scored, where not all of them
+    std::vector<uint8_t> any_candidate;
     for (size_t si = 0; si < f.batch.seqs.size(); ++si) {
         const SeqChunk& s = f.batch.seqs[si];
         Forward::Seq& fs = f.seqs[si];
@@ -179,12 +180,14 @@ void Model::compressed_topk(Forward& f, int L, const bf16* x, const bf16* qr) {
         entries.clear();
         if (role.uses_candidates) {
             DI_CHECK_EQ(fs.candidate_width, compress_len);
+            // the rows' masks or-ed row by row (sequential bytes: a prefill chunk has hundreds of rows)
+            any_candidate.assign(static_cast<size_t>(compress_len), 0);
+            for (int64_t r = 0; r < S; ++r) {
+                const uint8_t* mask = fs.candidates.data() + r * compress_len;
+                for (int64_t j = 0; j < compress_len; ++j) any_candidate[j] |= mask[j];
+            }
             for (int64_t j = 0; j < compress_len; ++j)
-                for (int64_t r = 0; r < S; ++r)
-                    if (fs.candidates[r * compress_len + j]) {
-                        entries.push_back(j);
-                        break;
-                    }
+                if (any_candidate[j]) entries.push_back(j);
         }
         const bool some = role.uses_candidates && 4 * static_cast<int64_t>(entries.size()) < 3 * compress_len;
         const int64_t n_keys = some ? static_cast<int64_t>(entries.size()) : compress_len;
