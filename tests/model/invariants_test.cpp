@@ -78,5 +78,34 @@ TEST_P(Invariants, LogitsAreInformative) {
 
 INSTANTIATE_TEST_SUITE_P(Presets, Invariants, ::testing::Values("default", "wide", "long"));
 
+// The `long` preset's candidate consumers (ratio-1 layers masked to 8 blocks of 16 entries) past a few hundred
+// tokens: fed token by token or in short chunks, a row's candidates are under 3/4 of the entries and only they
+// are scored (model_compressed.cpp); one-shot, the union over the prompt's rows is every entry and all are scored.
+// The logits must be the same bits.
+TEST(Invariants, CandidateScoringMatchesOneShot) {
+    auto model = load_tiny_model(tiny_checkpoint("long"));
+    const auto& c = model->config();
+    ASSERT_GE(c.candidate_source_layer_id, 0);
+    const int n = 320;
+    auto tokens = random_tokens(n, c.vocab_size, 3);
+    SingleSequence one(*model);
+    std::vector<float> ref = one.feed(tokens, true);  // [n, vocab]
+    for (int chunk : {1, 24}) {
+        SingleSequence seq(*model);
+        std::vector<float> got;
+        for (int s = 0; s < n; s += chunk) {
+            std::vector<int32_t> part(tokens.begin() + s, tokens.begin() + std::min(n, s + chunk));
+            auto l = seq.feed(part, true);
+            got.insert(got.end(), l.begin(), l.end());
+        }
+        ASSERT_EQ(got.size(), ref.size());
+        for (int r = 0; r < n; ++r) {
+            const float* a = ref.data() + size_t(r) * c.vocab_size;
+            const float* b = got.data() + size_t(r) * c.vocab_size;
+            ASSERT_TRUE(std::equal(a, a + c.vocab_size, b)) << "chunk " << chunk << " row " << r;
+        }
+    }
+}
+
 }  // namespace
 }  // namespace deepinfer::testing
