@@ -3,7 +3,9 @@
 // way whatever else is in its chunk (canonical attention lists, per-row GEMM order).
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cmath>
+#include <initializer_list>
 #include <random>
 
 #include "support/tiny_model.h"
@@ -30,15 +32,14 @@ double cosine(const float* a, const float* b, size_t n) {
 
 class Invariants : public ::testing::TestWithParam<std::string> {};
 
-TEST_P(Invariants, ChunkedPrefillMatchesOneShot) {
-    auto model = load_tiny_model(tiny_checkpoint(GetParam()));
-    const auto& c = model->config();
-    const int n = 90;
-    auto tokens = random_tokens(n, c.vocab_size, 1);
-    SingleSequence one(*model);
+// The logits of `tokens` fed in chunks of each size equal, bit for bit, those of one-shot prefill.
+void expect_chunks_match_one_shot(model::Model& model, const std::vector<int32_t>& tokens,
+                                  std::initializer_list<int> chunks) {
+    const int n = static_cast<int>(tokens.size()), vocab = model.config().vocab_size;
+    SingleSequence one(model);
     std::vector<float> ref = one.feed(tokens, true);  // [n, vocab]
-    for (int chunk : {1, 7, 64}) {
-        SingleSequence seq(*model);
+    for (int chunk : chunks) {
+        SingleSequence seq(model);
         std::vector<float> got;
         for (int s = 0; s < n; s += chunk) {
             std::vector<int32_t> part(tokens.begin() + s, tokens.begin() + std::min(n, s + chunk));
@@ -47,12 +48,17 @@ TEST_P(Invariants, ChunkedPrefillMatchesOneShot) {
         }
         ASSERT_EQ(got.size(), ref.size());
         for (int r = 0; r < n; ++r) {
-            const float* a = ref.data() + size_t(r) * c.vocab_size;
-            const float* b = got.data() + size_t(r) * c.vocab_size;
-            ASSERT_TRUE(std::equal(a, a + c.vocab_size, b)) << "chunk " << chunk << " row " << r << " cosine "
-                                                            << cosine(a, b, c.vocab_size);
+            const float* a = ref.data() + size_t(r) * vocab;
+            const float* b = got.data() + size_t(r) * vocab;
+            ASSERT_TRUE(std::equal(a, a + vocab, b)) << "chunk " << chunk << " row " << r << " cosine "
+                                                     << cosine(a, b, vocab);
         }
     }
+}
+
+TEST_P(Invariants, ChunkedPrefillMatchesOneShot) {
+    auto model = load_tiny_model(tiny_checkpoint(GetParam()));
+    expect_chunks_match_one_shot(*model, random_tokens(90, model->config().vocab_size, 1), {1, 7, 64});
 }
 
 TEST_P(Invariants, LogitsAreInformative) {
@@ -84,27 +90,8 @@ INSTANTIATE_TEST_SUITE_P(Presets, Invariants, ::testing::Values("default", "wide
 // The logits must be the same bits.
 TEST(Invariants, CandidateScoringMatchesOneShot) {
     auto model = load_tiny_model(tiny_checkpoint("long"));
-    const auto& c = model->config();
-    ASSERT_GE(c.candidate_source_layer_id, 0);
-    const int n = 320;
-    auto tokens = random_tokens(n, c.vocab_size, 3);
-    SingleSequence one(*model);
-    std::vector<float> ref = one.feed(tokens, true);  // [n, vocab]
-    for (int chunk : {1, 24}) {
-        SingleSequence seq(*model);
-        std::vector<float> got;
-        for (int s = 0; s < n; s += chunk) {
-            std::vector<int32_t> part(tokens.begin() + s, tokens.begin() + std::min(n, s + chunk));
-            auto l = seq.feed(part, true);
-            got.insert(got.end(), l.begin(), l.end());
-        }
-        ASSERT_EQ(got.size(), ref.size());
-        for (int r = 0; r < n; ++r) {
-            const float* a = ref.data() + size_t(r) * c.vocab_size;
-            const float* b = got.data() + size_t(r) * c.vocab_size;
-            ASSERT_TRUE(std::equal(a, a + c.vocab_size, b)) << "chunk " << chunk << " row " << r;
-        }
-    }
+    ASSERT_GE(model->config().candidate_source_layer_id, 0);
+    expect_chunks_match_one_shot(*model, random_tokens(320, model->config().vocab_size, 3), {1, 24});
 }
 
 }  // namespace
