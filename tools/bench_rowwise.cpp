@@ -131,6 +131,36 @@ std::vector<Case> make_cases(Data& d) {
                              k.unpack_records(r.kind, records->data(), r.count, r.dim, out->data(), p);
                          }});
     }
+    // A decode row's indexer scores over 4096 keys (an 8 k-token context at ratio 2; 32 heads of 128): the keys'
+    // records unpacked to bf16 and scored (index_scores), against the records scored as they are (index_scores_fp4).
+    {
+        constexpr int iheads = 32, idim = 128;
+        constexpr int64_t keys = 4096;
+        const size_t bytes = index_key_record_bytes(idim);
+        auto records = std::make_shared<std::vector<uint8_t>>((keys + iheads) * bytes);
+        const std::vector<float> values = d.floats((keys + iheads) * idim, 1.0f);
+        for (int64_t r = 0; r < keys + iheads; ++r)
+            pack_index_key_record(values.data() + r * idim, idim, records->data() + r * bytes, nullptr);
+        auto key_rows = std::make_shared<std::vector<const uint8_t*>>(keys);
+        for (int64_t j = 0; j < keys; ++j) (*key_rows)[j] = records->data() + (iheads + j) * bytes;
+        auto q_rows = std::make_shared<std::vector<const uint8_t*>>(iheads);
+        for (int h = 0; h < iheads; ++h) (*q_rows)[h] = records->data() + h * bytes;
+        auto wts = std::make_shared<std::vector<bf16>>(d.bf16s(iheads, 1.0f / 64));
+        auto scores = std::make_shared<std::vector<float>>(keys);
+        auto q = std::make_shared<std::vector<bf16>>(iheads * idim);
+        cases.push_back({"index_scores", fmt::format("unpacked {} x {}", keys, iheads),
+                         [=](const Kernels& k, ThreadPool& p) {
+                             k.unpack_records(CacheRecord::kIndexKey, q_rows->data(), iheads, idim, q->data(), p);
+                             k.unpack_records(CacheRecord::kIndexKey, key_rows->data(), keys, idim, out->data(), p);
+                             k.index_scores(q->data(), 1, iheads, idim, out->data(), keys, wts->data(), scores->data(),
+                                            keys, p);
+                         }});
+        cases.push_back({"index_scores_fp4", fmt::format("records {} x {}", keys, iheads),
+                         [=](const Kernels& k, ThreadPool& p) {
+                             k.index_scores_fp4(records->data(), 1, iheads, idim, key_rows->data(), keys, wts->data(),
+                                                scores->data(), keys, p);
+                         }});
+    }
     return cases;
 }
 

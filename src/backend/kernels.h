@@ -157,6 +157,14 @@ struct Kernels {
     // score[i, j] = bf16( sum_h bf16( relu(bf16(q_ih . k_j)) * w_ih ) ) stored as fp32 in out [m, ldo].
     void (*index_scores)(const bf16* q, int64_t m, int heads, int dim, const bf16* keys, int64_t n, const bf16* w,
                          float* out, int64_t ldo, ThreadPool& pool);
+    // The same scores from index-key records (spec §5.3.5, §6.1: e2m1 x dim + an e8m0 scale per 32): q_records
+    // [m * heads] records of index_key_record_bytes(dim), contiguous; key_records [n] pointers. By definition
+    // index_scores of the unpacked values. A product of two e2m1 codes with power-of-two scales is exact, so the SIMD
+    // tables sum each group of 32 in integers and add the group sums in fp32, in order: the reference's bits wherever
+    // its fp32 sum over the dims is exact (the products' scales within about 2^9 of each other), else within a bf16
+    // ulp (docs/numerics.md).
+    void (*index_scores_fp4)(const uint8_t* q_records, int64_t m, int heads, int dim, const uint8_t* const* key_records,
+                             int64_t n, const bf16* w, float* out, int64_t ldo, ThreadPool& pool);
 
     // ---- Row-wise ops (backend/ref/rowwise_ref.cpp states each one's exact semantics). ----
     // RMSNorm (spec §4.1) of rows of x [n, dim]: y = bf16(w * (x * (1 / sqrt(ss / dim + eps)))), where ss, the

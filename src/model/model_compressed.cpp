@@ -152,16 +152,22 @@ void Model::compressed_topk(Forward& f, int L, const bf16* x, const bf16* qr) {
     // Index queries and head weights for every row (spec §5.3.5).
     ScratchVector<bf16> qi(n * Hi * Di), wts(n * Hi);
     ops::linear_fp8(qr, n, w.indexer_wq_b, qi.data());
-    // RoPE, then the fp4 QDQ by rows over the pool (serial, ~2% of a 2048-token prefill's samples)
+    // RoPE, then the fp4 QDQ by rows over the pool (serial, ~2% of a 2048-token prefill's samples), kept as index-key
+    // records: the same quantizer as the keys', read by index_scores_fp4 as the keys are.
     rope.apply_rows(qi.data() + (Di - rd), n, int64_t{Hi} * Di, Hi, Di, f.positions.data(), false);
-    ThreadPool::global().parallel_for(static_cast<size_t>(n), [&](size_t i0, size_t i1, int) {
-        ops::fp4_index_qdq_rows(qi.data() + i0 * Hi * Di, static_cast<int64_t>(i1 - i0) * Hi, Di);
+    const size_t record_bytes = index_key_record_bytes(Di);
+    std::vector<uint8_t> q_records(static_cast<size_t>(n) * Hi * record_bytes);
+    ThreadPool::global().parallel_for(static_cast<size_t>(n) * Hi, [&](size_t r0, size_t r1, int) {
+        std::vector<float> head(Di);
+        for (size_t r = r0; r < r1; ++r) {
+            ops::bf16_to_f32(qi.data() + r * Di, Di, head.data());
+            pack_index_key_record(head.data(), Di, q_records.data() + r * record_bytes, nullptr);
+        }
     }, ops::kParallelRows);
     ops::linear_bf16(x, n, w.indexer_weights_proj, wts.data());
     const float weight_scale = static_cast<float>(std::pow(static_cast<double>(Di), -0.5) * std::pow(static_cast<double>(Hi), -0.5));
     for (auto& v : wts) v = float_to_bf16(bf16_to_float(v) * weight_scale);
 
-    ScratchVector<bf16> keys;
     ScratchVector<float> scores, scored;
     std::vector<const uint8_t*> key_records;
     std::vector<int64_t> entries;  // the entries scored, where not all of them
@@ -192,17 +198,14 @@ void Model::compressed_topk(Forward& f, int L, const bf16* x, const bf16* qr) {
         const bool some = role.uses_candidates && 4 * static_cast<int64_t>(entries.size()) < 3 * compress_len;
         const int64_t n_keys = some ? static_cast<int64_t>(entries.size()) : compress_len;
         // the keys scored: every compressed key of the sequence, each step (O(context)), or the candidates'
-        keys.resize(n_keys * Di);
         key_records.resize(static_cast<size_t>(n_keys));
         for (int64_t j = 0; j < n_keys; ++j)
             key_records[j] = s.cache->index_record(f.pools, src, some ? entries[j] : j);
-        backend::active_kernels().unpack_records(CacheRecord::kIndexKey, key_records.data(), n_keys, Di, keys.data(),
-                                                 ThreadPool::global());
         scores.resize(S * compress_len);
         scored.resize(some ? S * n_keys : 0);
-        backend::active_kernels().index_scores(qi.data() + s.row_begin * Hi * Di, S, Hi, Di, keys.data(), n_keys,
-                                               wts.data() + s.row_begin * Hi, some ? scored.data() : scores.data(),
-                                               n_keys, ThreadPool::global());
+        backend::active_kernels().index_scores_fp4(q_records.data() + s.row_begin * Hi * record_bytes, S, Hi, Di,
+                                                   key_records.data(), n_keys, wts.data() + s.row_begin * Hi,
+                                                   some ? scored.data() : scores.data(), n_keys, ThreadPool::global());
         if (some) {
             std::fill(scores.begin(), scores.end(), kNegInf);
             for (int64_t r = 0; r < S; ++r)

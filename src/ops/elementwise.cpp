@@ -25,28 +25,6 @@ void act_qdq_rows(bf16* x, int64_t n, int dim) {
         }
 }
 
-void fp4_index_qdq_rows(bf16* x, int64_t n, int dim) {
-    float group[kFp4IndexGroup], out[kFp4IndexGroup];
-    for (int64_t i = 0; i < n; ++i)
-        for (int g = 0; g < dim / kFp4IndexGroup; ++g) {
-            bf16* p = x + i * dim + g * kFp4IndexGroup;
-            for (int j = 0; j < kFp4IndexGroup; ++j) group[j] = bf16_to_float(p[j]);
-            fp4_index_quant_group(group, nullptr, out);
-            for (int j = 0; j < kFp4IndexGroup; ++j) p[j] = float_to_bf16(out[j]);
-        }
-}
-
-void fp4_kv_qdq_rows(bf16* x, int64_t n, int dim) {
-    float group[kFp4KvGroup], out[kFp4KvGroup];
-    for (int64_t i = 0; i < n; ++i)
-        for (int g = 0; g < dim / kFp4KvGroup; ++g) {
-            bf16* p = x + i * dim + g * kFp4KvGroup;
-            for (int j = 0; j < kFp4KvGroup; ++j) group[j] = bf16_to_float(p[j]);
-            fp4_kv_quant_group(group, nullptr, out);
-            for (int j = 0; j < kFp4KvGroup; ++j) p[j] = float_to_bf16(out[j]);
-        }
-}
-
 void bf16_to_f32(const bf16* x, int64_t count, float* y) {
     for (int64_t i = 0; i < count; ++i) y[i] = bf16_to_float(x[i]);
 }

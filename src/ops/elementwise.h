@@ -19,9 +19,6 @@ constexpr size_t kParallelRows = 16;
 void rms_norm(const bf16* x, int64_t n, int dim, const bf16* w, float eps, bf16* y);
 // fp8 QDQ in place over every group of 32 of each row (window KV, spec §5.3.2).
 void act_qdq_rows(bf16* x, int64_t n, int dim);
-// fp4 QDQ in place: index variant (groups of 32, pow2 scales) / compressed-KV variant (16, e4m3 scales).
-void fp4_index_qdq_rows(bf16* x, int64_t n, int dim);
-void fp4_kv_qdq_rows(bf16* x, int64_t n, int dim);
 
 void bf16_to_f32(const bf16* x, int64_t count, float* y);
 // bf16_to_f32 of x [n, width], rows over the pool (kParallelRows).

@@ -5,6 +5,7 @@
 #include <gtest/gtest.h>
 
 #include "backend/kernels.h"
+#include "core/quant_records.h"
 #include "op_harness.h"
 
 namespace deepinfer::testing {
@@ -128,6 +129,103 @@ TEST(IndexScores, Shapes) {
 TEST(IndexScores, ReleasedShapes) {
     run_scores({1, 32, 128, 5000, 0}, 1);
     run_scores({16, 32, 128, 700, 5}, 2);
+}
+
+// ---- index_scores_fp4: the same scores from index-key records (spec §6.1), summed in integers by the SIMD tables.
+
+// count index-key records of dim values: each group of 32 uniform values times 2^e, e drawn from [-spread, spread]
+// (spread 0: the groups' scales within a factor 2 or so, where the reference's fp32 dot products are exact).
+std::vector<uint8_t> index_records(Inputs& in, int64_t count, int dim, int spread) {
+    const size_t bytes = index_key_record_bytes(dim);
+    std::vector<uint8_t> out(static_cast<size_t>(count) * bytes);
+    std::vector<float> row(dim);
+    for (int64_t r = 0; r < count; ++r) {
+        for (int g = 0; g < dim / 32; ++g) {
+            const float scale = std::ldexp(1.0f, spread > 0 ? in.uniform_int(-spread, spread) : 0);
+            for (int d = 32 * g; d < 32 * g + 32; ++d) row[d] = in.uniform(-2.0f, 2.0f) * scale;
+        }
+        pack_index_key_record(row.data(), dim, out.data() + r * bytes, nullptr);
+    }
+    return out;
+}
+
+struct Fp4ScoreShape {
+    int64_t m;
+    int heads, dim;
+    int64_t n, pad;
+    int spread;
+    bool specials;  // NaN (255) and smallest (0) e8m0 scale codes in some queries and keys
+};
+
+void run_fp4_scores(const Fp4ScoreShape& s, const UlpBudget& budget, uint64_t seed) {
+    Inputs in(seed);
+    const size_t bytes = index_key_record_bytes(s.dim);
+    std::vector<uint8_t> q = index_records(in, s.m * s.heads, s.dim, s.spread);
+    std::vector<uint8_t> keys = index_records(in, s.n, s.dim, s.spread);
+    if (s.specials) {
+        const int groups = s.dim / 32;
+        q[(s.m * s.heads - 1) * bytes + s.dim / 2 + groups - 1] = 255;
+        q[s.dim / 2] = 0;
+        for (int64_t j = 0; j < s.n; j += 7) keys[j * bytes + s.dim / 2 + j % groups] = j % 2 ? 0 : 255;
+    }
+    std::vector<const uint8_t*> key_rows(s.n);
+    for (int64_t j = 0; j < s.n; ++j) key_rows[j] = keys.data() + j * bytes;
+    std::vector<bf16> w(s.m * s.heads);
+    for (auto& v : w) v = float_to_bf16(in.uniform(-1.0f, 1.0f) / 64.0f);
+    const int64_t ldo = s.n + s.pad;
+    ThreadPool ref_pool(2);
+    Output2d<float> ref(s.m, s.n, ldo);
+    backend::ref::kernels().index_scores_fp4(q.data(), s.m, s.heads, s.dim, key_rows.data(), s.n, w.data(), ref.data(),
+                                             ldo, ref_pool);
+    for (const Kernels* table : simd_tables())
+        for (int threads : {1, 2, 3}) {
+            SCOPED_TRACE(fmt::format("{} threads={} m={} heads={} dim={} n={} spread={}", isa_name(table->isa), threads,
+                                     s.m, s.heads, s.dim, s.n, s.spread));
+            ThreadPool pool(threads);
+            Output2d<float> out(s.m, s.n, ldo);
+            table->index_scores_fp4(q.data(), s.m, s.heads, s.dim, key_rows.data(), s.n, w.data(), out.data(), ldo,
+                                    pool);
+            EXPECT_EQ(out.integrity(), "");
+            std::vector<bf16> rb(s.m * s.n), ob(s.m * s.n);
+            for (int64_t i = 0; i < s.m; ++i)
+                for (int64_t j = 0; j < s.n; ++j) {
+                    rb[i * s.n + j] = float_to_bf16(ref.data()[i * ldo + j]);
+                    ob[i * s.n + j] = float_to_bf16(out.data()[i * ldo + j]);
+                    const float v = out.data()[i * ldo + j];
+                    EXPECT_TRUE(std::isnan(v) || bf16_to_float(ob[i * s.n + j]) == v) << v;  // bf16 values
+                }
+            EXPECT_EQ(check_ulps(compare_bf16(rb.data(), s.n, ob.data(), s.n, s.m, s.n), budget), "");
+            // A key's scores do not depend on the keys scored with it (the candidates-only scoring relies on it):
+            // the keys from the 5th on, alone, give the same bits.
+            if (s.n > 5) {
+                Output2d<float> part(s.m, s.n - 5, s.n - 5);
+                table->index_scores_fp4(q.data(), s.m, s.heads, s.dim, key_rows.data() + 5, s.n - 5, w.data(),
+                                        part.data(), s.n - 5, pool);
+                for (int64_t i = 0; i < s.m; ++i)
+                    for (int64_t j = 5; j < s.n; ++j)
+                        ASSERT_EQ(float_to_bf16(part.data()[i * (s.n - 5) + j - 5]).bits,
+                                  ob[i * s.n + j].bits) << "row " << i << " key " << j;
+            }
+        }
+}
+
+// Scales within about a factor 2: every fp32 dot product of the reference is exact, so the bits are the reference's.
+TEST(IndexScoresFp4, ExactWhereTheReferenceIs) {
+    uint64_t seed = 800;
+    for (const Fp4ScoreShape& s :
+         {Fp4ScoreShape{1, 1, 32, 1, 0, 0, false}, Fp4ScoreShape{2, 3, 64, 100, 3, 0, false},
+          Fp4ScoreShape{3, 32, 128, 63, 0, 0, false}, Fp4ScoreShape{4, 32, 128, 64, 1, 0, false},
+          Fp4ScoreShape{5, 2, 96, 130, 0, 0, false}, Fp4ScoreShape{2, 5, 160, 70, 2, 0, false},
+          Fp4ScoreShape{1, 32, 128, 5000, 0, 0, false}, Fp4ScoreShape{16, 32, 128, 700, 5, 0, false},
+          Fp4ScoreShape{3, 4, 128, 90, 0, 0, true}})
+        run_fp4_scores(s, UlpBudget{0, 0.0}, seed++);
+}
+
+// Group scales 2^-20 .. 2^20 apart: the reference's fp32 sums over the dims round, in another order than the group
+// sums', so a score may differ by an ulp.
+TEST(IndexScoresFp4, WideScales) {
+    run_fp4_scores({4, 32, 128, 300, 0, 20, false}, UlpBudget{1, 0.01}, 900);
+    run_fp4_scores({2, 7, 64, 200, 1, 20, true}, UlpBudget{1, 0.01}, 901);
 }
 
 }  // namespace

@@ -80,7 +80,8 @@ TEST(OpHarness, TablesAreComplete) {
     for (const backend::Kernels* k : simd_tables()) {
         SCOPED_TRACE(std::string(isa_name(k->isa)));
         EXPECT_TRUE(k->prepare_fp8 && k->prepare_fp4 && k->prepare_bf16 && k->act_quant && k->gemm_fp8 && k->gemm_fp8_bf16x && k->gemm_fp8_bf16x_grouped && k->gemm_fp4 && k->gemm_fp4_grouped && k->gemm_bf16 &&
-                    k->gemm_f32_bf16w && k->gemm_f32 && k->gemm_f32_squares && k->sparse_attn && k->index_scores);
+                    k->gemm_f32_bf16w && k->gemm_f32 && k->gemm_f32_squares && k->sparse_attn && k->index_scores &&
+                    k->index_scores_fp4);
     }
 }
 

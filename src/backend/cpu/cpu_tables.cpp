@@ -11,7 +11,7 @@ const IsaOps& avx2_ops() {
     static const IsaOps ops = {Isa::kAvx2,        avx2::act_quant_rows, 4,
                                avx2::decode_acts, avx2::gemm_fp8,       avx2::gemm_fp4,
                                avx2::gemm_bf16,   avx2::gemm_f32_bf16w, avx2::gemm_f32,
-                               avx2::sparse_attn, avx2::index_scores,   avx2::read_stream,
+                               avx2::sparse_attn, avx2::index_scores,   avx2::index_scores_fp4, avx2::read_stream,
                                avx2::fma_loop,    avx2::dot_loop,       8,
                                avx2::rms_norm_rows, avx2::swiglu_rows, avx2::rope,
                                avx2::pair_pool, avx2::hc_sinkhorn_rows, avx2::hc_collapse_rows,
@@ -29,7 +29,8 @@ const IsaOps& avx512_ops() {
     static const IsaOps ops = {Isa::kAvx512,        avx512::act_quant_rows, 2,
                                avx512::decode_acts, avx512::gemm_fp8,       avx512::gemm_fp4,
                                avx512::gemm_bf16,   avx512::gemm_f32_bf16w, avx512::gemm_f32,
-                               avx512::sparse_attn, avx512::index_scores,   avx512::read_stream,
+                               avx512::sparse_attn, avx512::index_scores,   avx512::index_scores_fp4,
+                               avx512::read_stream,
                                avx512::fma_loop,    avx512::dot_loop,       16,
                                avx512::rms_norm_rows, avx512::swiglu_rows, avx512::rope,
                                avx512::pair_pool, avx512::hc_sinkhorn_rows, avx512::hc_collapse_rows,
@@ -99,6 +100,11 @@ struct Entries {
                              float* out, int64_t ldo, ThreadPool& pool) {
         cpu::index_scores(Ops(), q, m, heads, dim, keys, n, w, out, ldo, pool);
     }
+    static void index_scores_fp4(const uint8_t* q_records, int64_t m, int heads, int dim,
+                                 const uint8_t* const* key_records, int64_t n, const bf16* w, float* out, int64_t ldo,
+                                 ThreadPool& pool) {
+        cpu::index_scores_fp4(Ops(), q_records, m, heads, dim, key_records, n, w, out, ldo, pool);
+    }
     static void rms_norm(const bf16* x, int64_t n, int dim, const bf16* w, float eps, bf16* y, ThreadPool& pool) {
         cpu::rms_norm(Ops(), x, n, dim, w, eps, y, pool);
     }
@@ -153,6 +159,7 @@ struct Entries {
                        .gemm_f32_squares = gemm_f32_squares,
                        .sparse_attn = sparse_attn,
                        .index_scores = index_scores,
+                       .index_scores_fp4 = index_scores_fp4,
                        .rms_norm = rms_norm,
                        .swiglu = swiglu,
                        .rope = rope,

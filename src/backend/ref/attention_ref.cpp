@@ -79,4 +79,13 @@ void index_scores(const bf16* q, int64_t m, int heads, int dim, const bf16* keys
     });
 }
 
+void index_scores_fp4(const uint8_t* q_records, int64_t m, int heads, int dim, const uint8_t* const* key_records,
+                      int64_t n, const bf16* w, float* out, int64_t ldo, ThreadPool& pool) {
+    const size_t record = index_key_record_bytes(dim);
+    std::vector<bf16> q(static_cast<size_t>(m) * heads * dim), keys(static_cast<size_t>(n) * dim);
+    for (int64_t r = 0; r < m * heads; ++r) unpack_index_key_record(q_records + r * record, dim, q.data() + r * dim);
+    for (int64_t j = 0; j < n; ++j) unpack_index_key_record(key_records[j], dim, keys.data() + j * dim);
+    index_scores(q.data(), m, heads, dim, keys.data(), n, w, out, ldo, pool);
+}
+
 }  // namespace deepinfer::backend::ref

@@ -19,6 +19,8 @@ void sparse_attn(const bf16* q, int64_t m, int heads, int dim, const bf16* kv, c
                  const float* sink, float scale, bf16* out, ThreadPool& pool);
 void index_scores(const bf16* q, int64_t m, int heads, int dim, const bf16* keys, int64_t n, const bf16* w,
                   float* out, int64_t ldo, ThreadPool& pool);
+void index_scores_fp4(const uint8_t* q_records, int64_t m, int heads, int dim, const uint8_t* const* key_records,
+                      int64_t n, const bf16* w, float* out, int64_t ldo, ThreadPool& pool);
 
 void rms_norm(const bf16* x, int64_t n, int dim, const bf16* w, float eps, bf16* y, ThreadPool& pool);
 void swiglu(const bf16* gate, const bf16* up, int64_t n, int inter, float limit, const float* row_weight, bf16* h,

@@ -44,6 +44,7 @@ const Kernels& kernels() {
                                   .gemm_f32_squares = gemm_f32_squares,
                                   .sparse_attn = sparse_attn,
                                   .index_scores = index_scores,
+                                  .index_scores_fp4 = index_scores_fp4,
                                   .rms_norm = rms_norm,
                                   .swiglu = swiglu,
                                   .rope = rope,

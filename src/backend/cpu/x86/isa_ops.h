@@ -240,6 +240,32 @@ inline size_t index_scores_scratch_bytes(int heads, int dim) {
     return static_cast<size_t>(64 * dim * 4) + static_cast<size_t>(heads) * dim * 4 + 4 * 64;
 }
 
+// Indexer scores from fp4 records (Kernels::index_scores_fp4) in integers. Each e2m1 value is taken doubled, an
+// integer in [-12, 12]. The keys are read as bytes of (doubled value + kFp4KeyOffset), unsigned, so that u8 x s8
+// dot products (vpdpbusd, vpmaddubsw) apply; each query group's bias, -kFp4KeyOffset x the sum of its doubled values,
+// takes the offset back out. A group's integer sum is then exactly 4 x the sum of its code products, at most
+// 32 x 144 in magnitude, and the group scale / 4 that the query carries makes it the exact fp32 group dot product.
+inline constexpr int kFp4KeyOffset = 12;
+// 4-bit e2m1 code (bit 3 = sign) -> key byte (doubled value + kFp4KeyOffset).
+inline constexpr uint8_t kFp4KeyBytes[16] = {12, 13, 14, 15, 16, 18, 20, 24, 12, 11, 10, 9, 8, 6, 4, 0};
+// A query head as the driver prepares it (cpu_attention.cpp prepare_fp4_queries): the doubled values as int8 [dim],
+// then per group of 32 the int32 bias [dim / 32], then the fp32 group scale / 4 [dim / 32].
+inline size_t fp4_query_head_bytes(int dim) { return static_cast<size_t>(dim) + 8 * static_cast<size_t>(dim / 32); }
+struct IndexScoresFp4Task {
+    const uint8_t* q;  // [m, heads] prepared query heads, fp4_query_head_bytes(dim) each
+    int heads, dim;
+    const uint8_t* const* keys;  // [n] index-key records
+    const bf16* w;               // [m, heads]
+    float* out;                  // [m, ldo]
+    int64_t ldo;
+    int64_t i0, i1, j0, j1;
+    void* scratch;  // index_scores_fp4_scratch_bytes(dim)
+};
+// A block of 64 keys: their bytes in dwords of 4 dims (dim / 4 x 64) and group scales (dim / 32 x 64 fp32).
+inline size_t index_scores_fp4_scratch_bytes(int dim) {
+    return static_cast<size_t>(dim) * 64 + static_cast<size_t>(dim / 32) * 64 * 4 + 64;
+}
+
 struct IsaOps {
     Isa isa;
     // act_quant (spec §4.2) of rows [r0, r1) of x [n, k].
@@ -256,6 +282,7 @@ struct IsaOps {
     void (*gemm_f32)(const DenseGemmTask& task);        // fp32 x, fp32 w, fp32 out
     void (*sparse_attn)(const SparseAttnTask& task);
     void (*index_scores)(const IndexScoresTask& task);
+    void (*index_scores_fp4)(const IndexScoresFp4Task& task);
     // Machine probes (backend/cpu/machine_probe.h): sum of a 64-byte aligned buffer read once (with `ahead`, each
     // line also requested kProbeAheadBytes ahead into L2), and iters x 12 independent vector FMAs / bf16 dot
     // products (fp32 FMAs where the ISA has none).
@@ -376,6 +403,7 @@ const IsaOps& avx512_ops();
     void gemm_f32(const DenseGemmTask& task);                                                               \
     void sparse_attn(const SparseAttnTask& task);                                                           \
     void index_scores(const IndexScoresTask& task);                                                         \
+    void index_scores_fp4(const IndexScoresFp4Task& task);                                                 \
     uint64_t read_stream(const uint8_t* p, size_t bytes, bool ahead);                                       \
     float fma_loop(int64_t iters);                                                                          \
     float dot_loop(int64_t iters);                                                                          \

@@ -14,10 +14,6 @@ namespace {
 
 constexpr int kBlock = 64;  // indices per online-softmax block, as the reference kernel
 
-inline uint8_t* align64(void* p) {
-    return reinterpret_cast<uint8_t*>((reinterpret_cast<uintptr_t>(p) + 63) & ~static_cast<uintptr_t>(63));
-}
-
 // kt[d][t] = row t, column d as fp32, for 64 rows (null rows are zero); dim % 8 == 0.
 inline void transpose_rows(const uint16_t* const* rows, int dim, float* kt) {
 #pragma GCC unroll 16
@@ -219,19 +215,7 @@ void index_scores(const IndexScoresTask& t) {
                     else if (nh == 2) dots_apart<2>(kt, dim, qf + h * dim, s, tg);
                     else dots_apart<1>(kt, dim, qf + h * dim, s, tg);
                 }
-                // heads in order: total += bf16(relu(bf16(dot)) * w)
-                for (int a = 0; a < nh; ++a) {
-                    const uint32_t wbits = static_cast<uint32_t>(wts[i * t.heads + h + a]) << 16;
-                    float wf;
-                    __builtin_memcpy(&wf, &wbits, 4);
-                    const __m256 wv = _mm256_set1_ps(wf);
-#pragma GCC unroll 16
-                    for (int g = 0; g < kBlock / 8; ++g) {
-                        const __m256 relu =
-                            _mm256_max_ps(_mm256_setzero_ps(), round_bf16(_mm256_load_ps(s + a * kBlock + 8 * g)));
-                        total[g] = _mm256_add_ps(total[g], round_bf16(_mm256_mul_ps(relu, wv)));
-                    }
-                }
+                for (int a = 0; a < nh; ++a) add_head_scores(total, s + a * kBlock, wts[i * t.heads + h + a]);
             }
 #pragma GCC unroll 16
             for (int g = 0; g < kBlock / 8; ++g) {

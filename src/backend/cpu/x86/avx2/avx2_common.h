@@ -29,6 +29,11 @@ struct NextGroup {
     }
 };
 
+// A kernel scratch buffer's first 64-byte boundary (the drivers reserve 64 bytes of slack).
+inline uint8_t* align64(void* p) {
+    return reinterpret_cast<uint8_t*>((reinterpret_cast<uintptr_t>(p) + 63) & ~static_cast<uintptr_t>(63));
+}
+
 // The least / greatest of 8 unsigned dwords.
 inline uint32_t hmin_epu32(__m256i v) {
     v = _mm256_min_epu32(v, _mm256_permute2x128_si256(v, v, 1));
@@ -91,6 +96,20 @@ inline void transpose8(__m256 (&r)[8]) {
     for (int i = 0; i < 4; ++i) {
         r[i] = _mm256_permute2f128_ps(s[i], s[i + 4], 0x20);
         r[i + 4] = _mm256_permute2f128_ps(s[i], s[i + 4], 0x31);
+    }
+}
+
+// One indexer head's term of the scores of 64 keys (dot: 64 fp32 dot products), added in head order (spec §5.3.5;
+// attention_avx2.cpp and index_fp4_avx2.cpp): total += bf16(relu(bf16(dot)) * w).
+inline void add_head_scores(__m256 (&total)[8], const float* dot, uint16_t w_bits) {
+    const uint32_t bits = static_cast<uint32_t>(w_bits) << 16;
+    float wf;
+    __builtin_memcpy(&wf, &bits, 4);
+    const __m256 wv = _mm256_set1_ps(wf);
+#pragma GCC unroll 16
+    for (int g = 0; g < 8; ++g) {
+        const __m256 relu = _mm256_max_ps(_mm256_setzero_ps(), round_bf16(_mm256_load_ps(dot + 8 * g)));  // NaN passes
+        total[g] = _mm256_add_ps(total[g], round_bf16(_mm256_mul_ps(relu, wv)));
     }
 }
 

@@ -17,10 +17,6 @@ namespace {
 
 constexpr int kBlock = 64;  // indices per online-softmax block, as the reference kernel
 
-inline uint8_t* align64(void* p) {
-    return reinterpret_cast<uint8_t*>((reinterpret_cast<uintptr_t>(p) + 63) & ~static_cast<uintptr_t>(63));
-}
-
 // Scores of RH heads x 64 kv rows: kt is the transposed block [dim/2][64] of column pairs, q the heads'
 // rows as column pairs. s[h][t] = sum_c q[h, c] kv[t, c].
 template <int RH>
@@ -108,19 +104,6 @@ struct QkHeads {
         qk_tile<RH>(kt, pairs, q + h * q_stride, q_stride, s + h * kBlock);
     }
 };
-
-// One head's term of the scores of 16 x 4 keys, added in head order: total += bf16(relu(bf16(dot)) * w).
-inline void add_head_scores(__m512 (&total)[4], const __m512 (&dot)[4], uint16_t w_bits) {
-    const uint32_t bits = static_cast<uint32_t>(w_bits) << 16;
-    float wf;
-    __builtin_memcpy(&wf, &bits, 4);
-    const __m512 wv = _mm512_set1_ps(wf);
-#pragma GCC unroll 16
-    for (int g = 0; g < 4; ++g) {
-        const __m512 relu = _mm512_max_ps(_mm512_setzero_ps(), round_bf16(dot[g]));  // NaN passes
-        total[g] = _mm512_add_ps(total[g], round_bf16(_mm512_mul_ps(relu, wv)));
-    }
-}
 
 }  // namespace
 

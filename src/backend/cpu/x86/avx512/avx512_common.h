@@ -33,6 +33,11 @@ inline void stream_line(bf16* out, __m512 lo, __m512 hi) {
                         _mm512_inserti64x4(_mm512_castsi256_si512(to_bf16(lo)), to_bf16(hi), 1));
 }
 
+// A kernel scratch buffer's first 64-byte boundary (the drivers reserve 64 bytes of slack).
+inline uint8_t* align64(void* p) {
+    return reinterpret_cast<uint8_t*>((reinterpret_cast<uintptr_t>(p) + 63) & ~static_cast<uintptr_t>(63));
+}
+
 // bf16 -> fp32 (exact).
 inline __m512 from_bf16(__m256i v) { return _mm512_castsi512_ps(_mm512_slli_epi32(_mm512_cvtepu16_epi32(v), 16)); }
 
@@ -116,6 +121,17 @@ inline __m512 dot_bcast(__m512 acc, __m512i w, const uint32_t* pair) {
 #endif
 }
 
+// acc += u8 x s8 dot products of 4 bytes per dword lane against the broadcast dword *x (embedded broadcast,
+// as dot_bcast; the accumulator tied to the destination, where the intrinsic let GCC 12 copy it each time).
+inline __m512i dpbusd_bcast(__m512i acc, __m512i u, const int32_t* x) {
+#ifdef DEEPINFER_EMULATE_AVX512
+    return _mm512_dpbusd_epi32(acc, u, _mm512_set1_epi32(*x));
+#else
+    __asm__("vpdpbusd %2%{1to16%}, %1, %0" : "+v"(acc) : "v"(u), "m"(*x));
+    return acc;
+#endif
+}
+
 // w * broadcast(*x) (fp32), the broadcast an embedded memory operand of vmulps: for _mm512_mul_ps(w, _mm512_set1_ps(*x))
 // GCC 12 emitted a separate vbroadcastss in the fp32 GEMM's tile (gemm_dense_avx512.cpp f32_ordered_tile).
 inline __m512 mul_bcast(__m512 w, const float* x) {
@@ -176,6 +192,20 @@ inline __m512 round_bf16(__m512 v) {
     const __mmask16 nan = _mm512_cmp_ps_mask(v, v, _CMP_UNORD_Q);
     r = _mm512_mask_mov_epi32(r, nan, _mm512_or_si512(u, _mm512_set1_epi32(0x00400000)));
     return _mm512_castsi512_ps(r);
+}
+
+// One indexer head's term of the scores of 16 x 4 keys, added in head order (spec §5.3.5; attention_avx512.cpp and
+// index_fp4_avx512.cpp): total += bf16(relu(bf16(dot)) * w).
+inline void add_head_scores(__m512 (&total)[4], const __m512 (&dot)[4], uint16_t w_bits) {
+    const uint32_t bits = static_cast<uint32_t>(w_bits) << 16;
+    float wf;
+    __builtin_memcpy(&wf, &bits, 4);
+    const __m512 wv = _mm512_set1_ps(wf);
+#pragma GCC unroll 16
+    for (int g = 0; g < 4; ++g) {
+        const __m512 relu = _mm512_max_ps(_mm512_setzero_ps(), round_bf16(dot[g]));  // NaN passes
+        total[g] = _mm512_add_ps(total[g], round_bf16(_mm512_mul_ps(relu, wv)));
+    }
 }
 
 // 16 rows x 32 bf16 (64 bytes each, row r at base + r * stride elements; rows >= valid read as zero)

@@ -340,17 +340,6 @@ void run(const QuantGemmTask& t, const Chunks& chunks, const Scales& scale_of) {
     });
 }
 
-// acc += u8 x s8 dot products of 4 bytes per dword lane against the broadcast dword *x (embedded broadcast,
-// as dot_bcast).
-inline __m512i dpbusd_bcast(__m512i acc, __m512i u, const int32_t* x) {
-#ifdef DEEPINFER_EMULATE_AVX512
-    return _mm512_dpbusd_epi32(acc, u, _mm512_set1_epi32(*x));
-#else
-    __asm__("vpdpbusd %2%{1to16%}, %1, %0" : "+v"(acc) : "v"(u), "m"(*x));
-    return acc;
-#endif
-}
-
 // The bf16 decode's partial sums of one block of G groups for R rows (blocks the integer form cannot take):
 // p[g][r], the activation rows a_stride pairs apart.
 // It issues the block's prefetches, as the integer loop does for its blocks: without them each such block left a
