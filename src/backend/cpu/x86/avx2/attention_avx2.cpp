@@ -217,12 +217,7 @@ void index_scores(const IndexScoresTask& t) {
                 }
                 for (int a = 0; a < nh; ++a) add_head_scores(total, s + a * kBlock, wts[i * t.heads + h + a]);
             }
-#pragma GCC unroll 16
-            for (int g = 0; g < kBlock / 8; ++g) {
-                alignas(32) float v[8];
-                _mm256_store_ps(v, round_bf16(total[g]));
-                for (int l = 0; l < 8 && 8 * g + l < bn; ++l) t.out[i * t.ldo + j0 + 8 * g + l] = v[l];
-            }
+            store_head_scores(total, bn, t.out + i * t.ldo + j0);
         }
     }
 }

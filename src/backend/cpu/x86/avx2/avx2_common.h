@@ -113,6 +113,16 @@ inline void add_head_scores(__m256 (&total)[8], const float* dot, uint16_t w_bit
     }
 }
 
+// The summed scores of 64 keys rounded to bf16 (kept as fp32), the first `valid` of them stored to out.
+inline void store_head_scores(const __m256 (&total)[8], int valid, float* out) {
+#pragma GCC unroll 8
+    for (int g = 0; g < 8; ++g) {
+        alignas(32) float v[8];
+        _mm256_store_ps(v, round_bf16(total[g]));
+        for (int l = 0; l < 8 && 8 * g + l < valid; ++l) out[8 * g + l] = v[l];
+    }
+}
+
 inline float hsum(__m256 v) {
     __m128 s = _mm_add_ps(_mm256_castps256_ps128(v), _mm256_extractf128_ps(v, 1));
     s = _mm_add_ps(s, _mm_movehl_ps(s, s));

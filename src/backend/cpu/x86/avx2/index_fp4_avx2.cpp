@@ -116,12 +116,7 @@ void index_scores_fp4(const IndexScoresFp4Task& t) {
                 head_dots(kt, ks, qi + h * head_bytes, dim, dot);
                 add_head_scores(total, dot, wts[i * t.heads + h]);
             }
-#pragma GCC unroll 8
-            for (int g = 0; g < kBlock / 8; ++g) {
-                alignas(32) float v[8];
-                _mm256_store_ps(v, round_bf16(total[g]));
-                for (int l = 0; l < 8 && 8 * g + l < bn; ++l) t.out[i * t.ldo + j0 + 8 * g + l] = v[l];
-            }
+            store_head_scores(total, bn, t.out + i * t.ldo + j0);
         }
     }
 }
