@@ -19,10 +19,9 @@ constexpr int kBlock = 64;  // keys per transposed block (the bf16 index_scores'
 // Each dword of x (8 codes, two per byte, low nibble first) -> the key bytes of its codes 4 * half .. + 3.
 inline __m256i expand_quad(__m256i x, int half) {
     // bytes (b, b, b', b') of the dword's byte pair, then the low nibble of the even bytes and the high one of the odd
-    const __m256i pick = half == 0 ? _mm256_setr_epi8(0, 0, 1, 1, 4, 4, 5, 5, 8, 8, 9, 9, 12, 12, 13, 13, 0, 0, 1, 1, 4,
-                                                      4, 5, 5, 8, 8, 9, 9, 12, 12, 13, 13)
-                                   : _mm256_setr_epi8(2, 2, 3, 3, 6, 6, 7, 7, 10, 10, 11, 11, 14, 14, 15, 15, 2, 2, 3, 3,
-                                                      6, 6, 7, 7, 10, 10, 11, 11, 14, 14, 15, 15);
+    const __m256i first = _mm256_setr_epi8(0, 0, 1, 1, 4, 4, 5, 5, 8, 8, 9, 9, 12, 12, 13, 13,  //
+                                           0, 0, 1, 1, 4, 4, 5, 5, 8, 8, 9, 9, 12, 12, 13, 13);
+    const __m256i pick = half == 0 ? first : _mm256_add_epi8(first, _mm256_set1_epi8(2));
     const __m256i y = _mm256_shuffle_epi8(x, pick);
     const __m256i nibbles = _mm256_or_si256(_mm256_and_si256(y, _mm256_set1_epi16(0x000f)),
                                             _mm256_and_si256(_mm256_srli_epi16(y, 4), _mm256_set1_epi16(0x0f00)));

@@ -34,8 +34,10 @@ void prepare_keys(const uint8_t* const* records, int valid, int dim, uint32_t* k
         transpose16(r);  // r[c]: dword d0 + c (dims 8(d0 + c) .. + 7) of the 16 keys
         for (int c = 0; c < take; ++c) {
             uint32_t* out = kt + static_cast<int64_t>(2 * (d0 + c)) * kBlock;
-            _mm512_store_si512(out, _mm512_permutexvar_epi8(_mm512_multishift_epi64_epi8(first, r[c]), table));
-            _mm512_store_si512(out + kBlock, _mm512_permutexvar_epi8(_mm512_multishift_epi64_epi8(second, r[c]), table));
+            const __m512i lo = _mm512_multishift_epi64_epi8(first, r[c]);
+            const __m512i hi = _mm512_multishift_epi64_epi8(second, r[c]);
+            _mm512_store_si512(out, _mm512_permutexvar_epi8(lo, table));
+            _mm512_store_si512(out + kBlock, _mm512_permutexvar_epi8(hi, table));
         }
     }
     for (int g = 0; g < dim / 32; ++g)
