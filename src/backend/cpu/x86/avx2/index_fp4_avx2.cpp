@@ -1,14 +1,18 @@
 // Indexer scores from fp4 records on integer dot products (Kernels::index_scores_fp4; the byte forms in isa_ops.h
 // kFp4KeyOffset), AVX2. Per block of 64 keys the records' codes become key bytes in dwords of 4 dims, transposed so
-// that a register holds one dword of 8 keys. vpmaddubsw multiplies them with a query dword (32 products, summed in
-// pairs to int16) and the pairs of a group of 32 dims add up in int16 (at most 16 x 24 x 12 = 4608 in magnitude);
-// vpmaddwd then makes each key's group sum an int32, scaled into the fp32 dot product, groups in order. Against
-// the bf16 index_scores' fp32 FMAs (8 products each) that is about 2 operations per 32 products.
+// that a register holds one dword of 8 keys. The plain form multiplies them with a query dword by vpmaddubsw (32
+// products, summed in pairs to int16) and adds the pairs of a group of 32 dims up in int16 (at most 16 x 24 x 12 =
+// 4608 in magnitude), then vpmaddwd makes each key's group sum an int32; the VNNI forms (fp4_chunk.h: AVX-VNNI, or
+// EVEX on Cascade Lake / Ice Lake) add 32 products into int32 by one vpdpbusd. Each group sum is scaled into the
+// fp32 dot product, groups in order: the same bits in every form. Against the bf16 index_scores' fp32 FMAs (8
+// products each) that is about 2 operations per 32 products, or 1.
 #include <immintrin.h>
 
 #include <cstdint>
 
 #include "backend/cpu/x86/avx2/avx2_common.h"
+#include "backend/cpu/x86/avx2/fp4_chunk.h"
+#include "backend/cpu/x86/avx2/vnni_dot.h"
 #include "backend/cpu/x86/isa_ops.h"
 
 namespace deepinfer::backend::cpu::avx2 {
@@ -53,37 +57,63 @@ void prepare_keys(const uint8_t* const* records, int valid, int dim, uint32_t* k
         for (int k = 0; k < 8; ++k) ks[g * kBlock + k] = k < valid ? e8m0_to_float(records[k][dim / 2 + g]) : 0.0f;
 }
 
+// The group sums (with the query's bias) of 4 x 8 keys: kc, the keys' dword of dims 4c..4c+3 for c in the group.
+template <class Form>
+inline void group_sums(const __m256i* kc0, const uint8_t* q, int g, int32_t bias, __m256i (&group)[4]) {
+    const __m256i bv = _mm256_set1_epi32(bias);
+    if constexpr (Form::kVnni) {
+        for (auto& v : group) v = bv;
+#pragma GCC unroll 8
+        for (int c = 0; c < 8; ++c) {
+            uint32_t quad;
+            __builtin_memcpy(&quad, q + 4 * (8 * g + c), 4);
+            const __m256i qv = _mm256_set1_epi32(static_cast<int>(quad));
+            const __m256i* kc = kc0 + c * (kBlock / 8);
+#pragma GCC unroll 4
+            for (int s = 0; s < 4; ++s) group[s] = dpbusd<Form>(group[s], _mm256_load_si256(kc + s), qv);
+        }
+    } else {
+        __m256i acc[4] = {_mm256_setzero_si256(), _mm256_setzero_si256(), _mm256_setzero_si256(),
+                          _mm256_setzero_si256()};
+#pragma GCC unroll 8
+        for (int c = 0; c < 8; ++c) {
+            uint32_t quad;
+            __builtin_memcpy(&quad, q + 4 * (8 * g + c), 4);
+            const __m256i qv = _mm256_set1_epi32(static_cast<int>(quad));
+            const __m256i* kc = kc0 + c * (kBlock / 8);
+#pragma GCC unroll 4
+            for (int s = 0; s < 4; ++s) {
+                acc[s] = _mm256_add_epi16(acc[s], _mm256_maddubs_epi16(_mm256_load_si256(kc + s), qv));
+                // (one running sum: GCC otherwise regroups the 8 additions into a tree whose partial products spill)
+                __asm__("" : "+x"(acc[s]));
+            }
+        }
+        const __m256i ones = _mm256_set1_epi16(1);
+#pragma GCC unroll 4
+        for (int s = 0; s < 4; ++s) group[s] = _mm256_add_epi32(_mm256_madd_epi16(acc[s], ones), bv);
+    }
+}
+
 // dot[0..63] = the fp32 dot products of one prepared query head with the block's keys.
+template <class Form>
 void head_dots(const uint32_t* kt, const float* ks, const uint8_t* q, int dim, float* dot) {
     const int groups = dim / 32;
-    const __m256i ones = _mm256_set1_epi16(1);
     for (int half = 0; half < 2; ++half) {  // keys 32 half .. + 31, as 4 registers of 8
         __m256 sums[4] = {_mm256_setzero_ps(), _mm256_setzero_ps(), _mm256_setzero_ps(), _mm256_setzero_ps()};
         for (int g = 0; g < groups; ++g) {
-            __m256i acc[4] = {_mm256_setzero_si256(), _mm256_setzero_si256(), _mm256_setzero_si256(),
-                              _mm256_setzero_si256()};
-#pragma GCC unroll 8
-            for (int c = 8 * g; c < 8 * g + 8; ++c) {
-                uint32_t quad;
-                __builtin_memcpy(&quad, q + 4 * c, 4);
-                const __m256i qv = _mm256_set1_epi32(static_cast<int>(quad));
-                const auto* kc = reinterpret_cast<const __m256i*>(kt + static_cast<int64_t>(c) * kBlock + 32 * half);
-#pragma GCC unroll 4
-                for (int s = 0; s < 4; ++s)
-                    acc[s] = _mm256_add_epi16(acc[s], _mm256_maddubs_epi16(_mm256_load_si256(kc + s), qv));
-            }
             int32_t bias;
             float scale;
             __builtin_memcpy(&bias, q + dim + 4 * g, 4);
             __builtin_memcpy(&scale, q + dim + 4 * groups + 4 * g, 4);
-            const __m256i bv = _mm256_set1_epi32(bias);
+            __m256i group[4];
+            group_sums<Form>(reinterpret_cast<const __m256i*>(kt + static_cast<int64_t>(8 * g) * kBlock + 32 * half),
+                             q, g, bias, group);
             const __m256 qs = _mm256_set1_ps(scale);
             // group sum x key scale x query scale / 4: an exact product (both scales powers of two) added in fp32
 #pragma GCC unroll 4
             for (int s = 0; s < 4; ++s) {
-                const __m256i group = _mm256_add_epi32(_mm256_madd_epi16(acc[s], ones), bv);
                 const __m256 scale_s = _mm256_mul_ps(_mm256_load_ps(ks + g * kBlock + 32 * half + 8 * s), qs);
-                sums[s] = _mm256_fmadd_ps(_mm256_cvtepi32_ps(group), scale_s, sums[s]);
+                sums[s] = _mm256_fmadd_ps(_mm256_cvtepi32_ps(group[s]), scale_s, sums[s]);
             }
         }
 #pragma GCC unroll 4
@@ -91,9 +121,8 @@ void head_dots(const uint32_t* kt, const float* ks, const uint8_t* q, int dim, f
     }
 }
 
-}  // namespace
-
-void index_scores_fp4(const IndexScoresFp4Task& t) {
+template <class Form>
+void scores(const IndexScoresFp4Task& t) {
     const int dim = t.dim;
     const size_t head_bytes = fp4_query_head_bytes(dim);
     uint8_t* mem = align64(t.scratch);
@@ -112,12 +141,18 @@ void index_scores_fp4(const IndexScoresFp4Task& t) {
             __m256 total[kBlock / 8];
             for (auto& v : total) v = _mm256_setzero_ps();
             for (int h = 0; h < t.heads; ++h) {  // heads in order
-                head_dots(kt, ks, qi + h * head_bytes, dim, dot);
+                head_dots<Form>(kt, ks, qi + h * head_bytes, dim, dot);
                 add_head_scores(total, dot, wts[i * t.heads + h]);
             }
             store_head_scores(total, bn, t.out + i * t.ldo + j0);
         }
     }
+}
+
+}  // namespace
+
+void index_scores_fp4(const IndexScoresFp4Task& t) {
+    with_form([&](auto form) { scores<decltype(form)>(t); });
 }
 
 }  // namespace deepinfer::backend::cpu::avx2
