@@ -57,41 +57,34 @@ void prepare_keys(const uint8_t* const* records, int valid, int dim, uint32_t* k
         for (int k = 0; k < 8; ++k) ks[g * kBlock + k] = k < valid ? e8m0_to_float(records[k][dim / 2 + g]) : 0.0f;
 }
 
-// The group sums (with the query's bias) of 4 x 8 keys: kc, the keys' dword of dims 4c..4c+3 for c in the group.
+// The group sums (with the query's bias) of 4 x 8 keys: kc0, the keys' dwords of the group's first 4 dims (the next
+// ones kBlock dwords on). VNNI forms: int32 sums from the bias; plain: int16 sums, widened and biased at the end.
 template <class Form>
 inline void group_sums(const __m256i* kc0, const uint8_t* q, int g, int32_t bias, __m256i (&group)[4]) {
     const __m256i bv = _mm256_set1_epi32(bias);
-    if constexpr (Form::kVnni) {
-        for (auto& v : group) v = bv;
+    __m256i acc[4];
+    for (auto& v : acc) v = Form::kVnni ? bv : _mm256_setzero_si256();
 #pragma GCC unroll 8
-        for (int c = 0; c < 8; ++c) {
-            uint32_t quad;
-            __builtin_memcpy(&quad, q + 4 * (8 * g + c), 4);
-            const __m256i qv = _mm256_set1_epi32(static_cast<int>(quad));
-            const __m256i* kc = kc0 + c * (kBlock / 8);
+    for (int c = 0; c < 8; ++c) {
+        uint32_t quad;
+        __builtin_memcpy(&quad, q + 4 * (8 * g + c), 4);
+        const __m256i qv = _mm256_set1_epi32(static_cast<int>(quad));
+        const __m256i* kc = kc0 + c * (kBlock / 8);
 #pragma GCC unroll 4
-            for (int s = 0; s < 4; ++s) group[s] = dpbusd<Form>(group[s], _mm256_load_si256(kc + s), qv);
-        }
-    } else {
-        __m256i acc[4] = {_mm256_setzero_si256(), _mm256_setzero_si256(), _mm256_setzero_si256(),
-                          _mm256_setzero_si256()};
-#pragma GCC unroll 8
-        for (int c = 0; c < 8; ++c) {
-            uint32_t quad;
-            __builtin_memcpy(&quad, q + 4 * (8 * g + c), 4);
-            const __m256i qv = _mm256_set1_epi32(static_cast<int>(quad));
-            const __m256i* kc = kc0 + c * (kBlock / 8);
-#pragma GCC unroll 4
-            for (int s = 0; s < 4; ++s) {
-                acc[s] = _mm256_add_epi16(acc[s], _mm256_maddubs_epi16(_mm256_load_si256(kc + s), qv));
+        for (int s = 0; s < 4; ++s) {
+            const __m256i k = _mm256_load_si256(kc + s);
+            if constexpr (Form::kVnni) {
+                acc[s] = dpbusd<Form>(acc[s], k, qv);
+            } else {
+                acc[s] = _mm256_add_epi16(acc[s], _mm256_maddubs_epi16(k, qv));
                 // (one running sum: GCC otherwise regroups the 8 additions into a tree whose partial products spill)
                 __asm__("" : "+x"(acc[s]));
             }
         }
-        const __m256i ones = _mm256_set1_epi16(1);
-#pragma GCC unroll 4
-        for (int s = 0; s < 4; ++s) group[s] = _mm256_add_epi32(_mm256_madd_epi16(acc[s], ones), bv);
     }
+    const __m256i ones = _mm256_set1_epi16(1);
+#pragma GCC unroll 4
+    for (int s = 0; s < 4; ++s) group[s] = Form::kVnni ? acc[s] : _mm256_add_epi32(_mm256_madd_epi16(acc[s], ones), bv);
 }
 
 // dot[0..63] = the fp32 dot products of one prepared query head with the block's keys.
