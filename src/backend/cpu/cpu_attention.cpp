@@ -6,6 +6,7 @@
 #include <vector>
 
 #include "backend/cpu/drivers.h"
+#include "backend/cpu/x86/x86_tables.h"
 #include "backend/ref/ref_kernels.h"
 #include "core/check.h"
 
@@ -77,11 +78,11 @@ void prepare_fp4_queries(const uint8_t* records, int64_t count, int dim, uint8_t
             for (int g = 0; g < groups; ++g) {
                 int32_t sum = 0;
                 for (int d = 32 * g; d < 32 * g + 32; ++d) {
-                    const int value = kFp4KeyBytes[(rec[d / 2] >> ((d & 1) * 4)) & 0xf] - kFp4KeyOffset;
+                    const int value = tables::kE2M1Twice.v[(rec[d / 2] >> ((d & 1) * 4)) & 0xf];
                     o[d] = static_cast<uint8_t>(static_cast<int8_t>(value));
                     sum += value;
                 }
-                const int32_t bias = -kFp4KeyOffset * sum;
+                const int32_t bias = -tables::kE2M1Bias * sum;
                 const float scale = e8m0_to_float(rec[dim / 2 + g]) * 0.25f;  // exact: a power of two (or NaN)
                 std::memcpy(o + dim + 4 * g, &bias, 4);
                 std::memcpy(o + dim + 4 * groups + 4 * g, &scale, 4);

@@ -241,13 +241,11 @@ inline size_t index_scores_scratch_bytes(int heads, int dim) {
 }
 
 // Indexer scores from fp4 records (Kernels::index_scores_fp4) in integers. Each e2m1 value is taken doubled, an
-// integer in [-12, 12]. The keys are read as bytes of (doubled value + kFp4KeyOffset), unsigned, so that u8 x s8
-// dot products (vpdpbusd, vpmaddubsw) apply; each query group's bias, -kFp4KeyOffset x the sum of its doubled values,
-// takes the offset back out. A group's integer sum is then exactly 4 x the sum of its code products, at most
-// 32 x 144 in magnitude, and the group scale / 4 that the query carries makes it the exact fp32 group dot product.
-inline constexpr int kFp4KeyOffset = 12;
-// 4-bit e2m1 code (bit 3 = sign) -> key byte (doubled value + kFp4KeyOffset).
-inline constexpr uint8_t kFp4KeyBytes[16] = {12, 13, 14, 15, 16, 18, 20, 24, 12, 11, 10, 9, 8, 6, 4, 0};
+// integer in [-12, 12]. The keys are read as bytes of (doubled value + 12), unsigned (x86_tables.h kE2M1Biased, the
+// integer MXFP4 GEMV's operand too), so that u8 x s8 dot products (vpdpbusd, vpmaddubsw) apply; each query group's
+// bias, -12 x the sum of its doubled values (kE2M1Twice), takes the offset back out. A group's integer sum is then
+// exactly 4 x the sum of its code products, at most 32 x 144 in magnitude, and the group scale / 4 that the query
+// carries makes it the exact fp32 group dot product.
 // A query head as the driver prepares it (cpu_attention.cpp prepare_fp4_queries): the doubled values as int8 [dim],
 // then per group of 32 the int32 bias [dim / 32], then the fp32 group scale / 4 [dim / 32].
 inline size_t fp4_query_head_bytes(int dim) { return static_cast<size_t>(dim) + 8 * static_cast<size_t>(dim / 32); }

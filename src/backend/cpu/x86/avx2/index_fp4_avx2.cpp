@@ -1,6 +1,6 @@
-// Indexer scores from fp4 records on integer dot products (Kernels::index_scores_fp4; the byte forms in isa_ops.h
-// kFp4KeyOffset), AVX2. Per block of 64 keys the records' codes become key bytes in dwords of 4 dims, transposed so
-// that a register holds one dword of 8 keys. The plain form multiplies them with a query dword by vpmaddubsw (32
+// Indexer scores from fp4 records on integer dot products (Kernels::index_scores_fp4; the byte forms: isa_ops.h),
+// AVX2. Per block of 64 keys the records' codes become key bytes in dwords of 4 dims, transposed so that a register
+// holds one dword of 8 keys. The plain form multiplies them with a query dword by vpmaddubsw (32
 // products, summed in pairs to int16) and adds the pairs of a group of 32 dims up in int16 (at most 16 x 24 x 12 =
 // 4608 in magnitude), then vpmaddwd makes each key's group sum an int32; the VNNI forms (fp4_chunk.h: AVX-VNNI, or
 // EVEX on Cascade Lake / Ice Lake) add 32 products into int32 by one vpdpbusd. Each group sum is scaled into the
@@ -29,7 +29,8 @@ inline __m256i expand_quad(__m256i x, int half) {
     const __m256i y = _mm256_shuffle_epi8(x, pick);
     const __m256i nibbles = _mm256_or_si256(_mm256_and_si256(y, _mm256_set1_epi16(0x000f)),
                                             _mm256_and_si256(_mm256_srli_epi16(y, 4), _mm256_set1_epi16(0x0f00)));
-    const __m256i table = _mm256_broadcastsi128_si256(_mm_loadu_si128(reinterpret_cast<const __m128i*>(kFp4KeyBytes)));
+    const auto* biased = reinterpret_cast<const __m128i*>(tables::kE2M1Biased.v);
+    const __m256i table = _mm256_broadcastsi128_si256(_mm_loadu_si128(biased));
     return _mm256_shuffle_epi8(table, nibbles);
 }
 

@@ -1,8 +1,8 @@
-// Indexer scores from fp4 records on integer dot products (Kernels::index_scores_fp4; the byte forms in isa_ops.h
-// kFp4KeyOffset). Per block of 64 keys the records' codes become key bytes in dwords of 4 dims, transposed so that
-// a register holds one dword of 16 keys: vpdpbusd then adds 4 code products of 16 keys per instruction and lane, 64
-// in all, where vdpbf16ps on the unpacked bf16 values adds 32. Each group of 32 dims is summed exactly in int32 and
-// scaled into the fp32 dot product, groups in order. No bf16 key buffer is written: the records are read directly.
+// Indexer scores from fp4 records on integer dot products (Kernels::index_scores_fp4; the byte forms: isa_ops.h).
+// Per block of 64 keys the records' codes become key bytes in dwords of 4 dims, transposed so that a register holds
+// one dword of 16 keys: vpdpbusd then adds 4 code products of 16 keys per instruction and lane, 64 in all, where
+// vdpbf16ps on the unpacked bf16 values adds 32. Each group of 32 dims is summed exactly in int32 and scaled into the
+// fp32 dot product, groups in order. No bf16 key buffer is written: the records are read directly.
 #include "backend/cpu/x86/avx512/avx512_intrinsics.h"
 
 #include <cstdint>
@@ -20,7 +20,8 @@ constexpr int kBlock = 64;  // keys per transposed block (the bf16 index_scores'
 void prepare_keys(const uint8_t* const* records, int valid, int dim, uint32_t* kt, float* ks) {
     // vpmultishiftqb takes 8 bits from each nibble's offset (the next nibble's low bits above it); vpermb reads the
     // low 6 of them, so the 16-entry table repeated 4 times maps every such byte to its nibble's key byte.
-    const __m512i table = _mm512_broadcast_i32x4(_mm_loadu_si128(reinterpret_cast<const __m128i*>(kFp4KeyBytes)));
+    const auto* biased = reinterpret_cast<const __m128i*>(tables::kE2M1Biased.v);
+    const __m512i table = _mm512_broadcast_i32x4(_mm_loadu_si128(biased));
     // per qword (two dwords of 8 codes): the offsets of nibbles 0-3 (first quad) and 4-7 (second) of each dword
     const __m512i first = _mm512_set1_epi64(0x2c2824200c080400LL), second = _mm512_set1_epi64(0x3c3834301c181410LL);
     const int dwords = dim / 8;
